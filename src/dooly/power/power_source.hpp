@@ -1,0 +1,79 @@
+#pragma once
+// A power source is a Provider (probe, open) that returns a Session (channels, poll, energy counter).
+// Adding a backend = one sub-folder + one line in registry.cpp + one test file.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dooly::power {
+
+enum class Domain : uint8_t { gpu, cpu, dram, node, other };
+std::string_view to_string(Domain d) noexcept;
+
+// What one reading stands for in time. A reading stamped t covers [t - window_ns, t]:
+// window_ns == 0 is an instantaneous sample; NVML's GetPowerUsage on Ampere+ is a 1 s boxcar.
+// update_ns is how often the sensor produces a fresh value; windows shorter than it are flagged.
+struct SensorModel {
+  int64_t window_ns = 0;
+  int64_t update_ns = 0;
+  std::string description;  // e.g. "nvmlDeviceGetSamples (instantaneous, ~20 ms)"
+};
+
+struct Channel {
+  std::string name;  // "gpu0", "cpu0", "dram0", "node", "package-0"
+  Domain domain = Domain::other;
+  int device = -1;   // GPU: CUDA ordinal (after CUDA_VISIBLE_DEVICES); CPU/DRAM: socket; else -1
+  SensorModel sensor;
+};
+
+// One fresh value. Channel indexes Session::channels(). t_ns is on dooly's steady clock (common/clock.hpp).
+struct Reading {
+  uint32_t channel = 0;
+  int64_t t_ns = 0;
+  double power_w = 0.0;
+};
+
+struct PollStatus {
+  bool ok = true;       // false: something failed this time; message says what
+  bool fatal = false;   // true: the session will produce nothing more (device lost, file ended)
+  std::string message;
+};
+
+// Options common to every backend; each reads what concerns it and ignores the rest.
+struct Options {
+  std::vector<int> cuda_devices;  // GPUs to watch by CUDA ordinal; empty = every visible GPU
+  std::string root = "/";         // rapl: the directory that holds sys/class/powercap (injectable for tests)
+  std::string path;               // replay: the recorded trace file
+  std::string library;            // nvml / variorum: library file to dlopen instead of the default name
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  virtual const std::vector<Channel>& channels() const noexcept = 0;
+  // Appends readings newer than any returned before, per channel, in time order. Never throws.
+  virtual PollStatus poll(std::vector<Reading>& out) noexcept = 0;
+  // Vendor's own energy integral (joules since an arbitrary origin), read at a few points only.
+  virtual bool supports_energy_counter() const noexcept { return false; }
+  virtual std::optional<double> energy_counter_j(uint32_t channel) noexcept { return std::nullopt; }
+};
+
+struct Probe {
+  bool available = false;
+  std::string reason;  // why not, in one line with the fix; or what was found
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual std::string_view name() const noexcept = 0;
+  virtual std::string_view description() const noexcept = 0;
+  virtual Probe probe(const Options& options) const = 0;
+  // Throws SourceError (vendor failure) or InputError (bad options) with the fix.
+  virtual std::unique_ptr<Session> open(const Options& options) const = 0;
+};
+
+}  // namespace dooly::power
