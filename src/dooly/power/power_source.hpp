@@ -13,11 +13,14 @@ namespace dooly::power {
 enum class Domain : uint8_t { gpu, cpu, dram, node, other };
 std::string_view to_string(Domain d) noexcept;
 
-// What one reading stands for in time. A reading stamped t covers [t - window_ns, t]:
-// window_ns == 0 is an instantaneous sample; NVML's GetPowerUsage on Ampere+ is a 1 s boxcar.
-// update_ns is how often the sensor produces a fresh value; windows shorter than it are flagged.
+// What one reading stands for in time. A reading stamped t is the mean power over
+// [t - delay_ns - window_ns, t - delay_ns]: window_ns == 0 is an instantaneous sample; NVML's GetPowerUsage on
+// Ampere+ is a 1 s boxcar. update_ns is how often the sensor produces a fresh value; region windows shorter
+// than it are flagged. Defaults come from the backend and can be overridden (DOOLY_SENSOR_WINDOW_MS,
+// DOOLY_SENSOR_DELAY_MS) after characterising a sensor.
 struct SensorModel {
   int64_t window_ns = 0;
+  int64_t delay_ns = 0;
   int64_t update_ns = 0;
   std::string description;  // e.g. "nvmlDeviceGetSamples (instantaneous, ~20 ms)"
 };
@@ -34,6 +37,7 @@ struct Reading {
   uint32_t channel = 0;
   int64_t t_ns = 0;
   double power_w = 0.0;
+  int64_t window_ns = -1;  // >= 0: this reading's own window (RAPL: time since the previous read); -1: channel's
 };
 
 struct PollStatus {
@@ -48,6 +52,8 @@ struct Options {
   std::string root = "/";         // rapl: the directory that holds sys/class/powercap (injectable for tests)
   std::string path;               // replay: the recorded trace file
   std::string library;            // nvml / variorum: library file to dlopen instead of the default name
+  bool replay_realtime = true;    // replay: shift stamps so the first sample is "now" and release them as time
+                                  // passes (live use); false: return every sample at once with its own stamp
 };
 
 class Session {
