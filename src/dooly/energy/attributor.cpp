@@ -1,0 +1,496 @@
+#include "dooly/energy/attributor.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dooly/common/error.hpp"
+#include "dooly/energy/nnls.hpp"
+
+namespace dooly::energy {
+
+namespace {
+int64_t sensor_window(const power::Channel& ch, const power::Reading& r) {
+  return r.window_ns >= 0 ? r.window_ns : ch.sensor.window_ns;
+}
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+}  // namespace
+
+Attributor::Attributor(std::vector<power::Channel> channels, const KeyTable& keys, AttributorOptions options)
+    : channels_(std::move(channels)), keys_(keys), options_(options), state_(channels_.size()) {
+  for (auto& s : state_) {
+    s.model.gram = Eigen::MatrixXd::Zero(1, 1);
+    s.model.xty = Eigen::VectorXd::Zero(1);
+  }
+}
+
+bool Attributor::relevant(size_t c, int32_t device) const noexcept {
+  const power::Channel& ch = channels_[c];
+  if (ch.domain != power::Domain::gpu || ch.device < 0 || device < 0) return true;
+  return ch.device == device;
+}
+
+Attributor::Acc& Attributor::acc(KeyId key, size_t c) {
+  if (key >= acc_.size()) acc_.resize(key + 1, std::vector<Acc>(channels_.size()));
+  return acc_[key][c];
+}
+
+size_t Attributor::retained_readings() const noexcept {
+  size_t n = 0;
+  for (const auto& s : state_) n += s.trace.size() + s.model_pending.size();
+  return n;
+}
+
+void Attributor::begin_run(int64_t t_ns) {
+  run_t0_ = t_ns;
+  add_event(Event{t_ns, kRunMarker, 0, -1, true, 0});
+}
+
+void Attributor::add_reading(const power::Reading& r) {
+  if (r.channel >= state_.size()) return;
+  ChannelState& s = state_[r.channel];
+  const power::Channel& ch = channels_[r.channel];
+  const int64_t aligned = r.t_ns - ch.sensor.delay_ns - sensor_window(ch, r) / 2;
+  if (!s.trace.append(aligned, r.power_w)) {
+    ++s.dropped;
+    return;
+  }
+  ++s.samples;
+  reservoir(s.all_w, s.all_seen, r.power_w);
+  if (options_.model) s.model_pending.push_back(r);
+}
+
+void Attributor::add_event(const Event& event) {
+  Event e = event;
+  if (e.t_ns < last_event_ns_) e.t_ns = last_event_ns_;  // keep order if a caller's clock read raced
+  last_event_ns_ = e.t_ns;
+  pending_.push_back(e);
+}
+
+void Attributor::add_counter(uint32_t channel, int64_t t_ns, double energy_j) {
+  if (channel >= state_.size()) return;
+  ChannelState& s = state_[channel];
+  if (!s.counter_first) s.counter_first = {t_ns, energy_j};
+  s.counter_last = {t_ns, energy_j};
+}
+
+void Attributor::mark_dead(uint32_t channel) {
+  if (channel < state_.size()) state_[channel].dead = true;
+}
+
+void Attributor::advance(int64_t events_complete_ns) {
+  int64_t horizon = events_complete_ns;
+  for (size_t c = 0; c < state_.size(); ++c) {
+    const ChannelState& s = state_[c];
+    if (s.dead) continue;
+    horizon = std::min(horizon, s.trace.empty() ? INT64_MIN : s.trace.last_t());
+  }
+  // A channel that lags too far (a stalled sensor) stops holding everything back; its figures are
+  // then extrapolated and counted as such.
+  if (horizon < events_complete_ns - options_.max_lag_ns) horizon = events_complete_ns - options_.max_lag_ns;
+  process_until(horizon);
+  while (pending_.size() > options_.max_pending_events) {
+    const Event e = pending_.front();
+    pending_.pop_front();
+    process_event(e);
+  }
+  process_model_samples(processed_ns_, false);
+  trim(processed_ns_);
+}
+
+void Attributor::process_until(int64_t horizon_ns) {
+  while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) {
+    const Event e = pending_.front();
+    pending_.pop_front();
+    process_event(e);
+  }
+  if (horizon_ns > processed_ns_) processed_ns_ = horizon_ns;
+}
+
+void Attributor::energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const {
+  out.resize(state_.size());
+  for (size_t c = 0; c < state_.size(); ++c) {
+    bool ex = false;
+    out[c] = state_[c].trace.energy_j(t_ns, &ex);
+    extrapolated = extrapolated || ex;
+  }
+}
+
+void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& e, const std::vector<Open>& stack) {
+  const int64_t dt = t - top.seg_t0;
+  if (dt <= 0) return;
+  for (size_t c = 0; c < state_.size(); ++c) {
+    if (!relevant(c, top.device)) continue;
+    Acc& a = acc(top.key, c);
+    a.excl_time_ns += dt;
+    a.excl_energy_j += e[c] - top.seg_e0[c];
+  }
+  if (!options_.model) return;
+  if (segments_.size() >= options_.max_segments) {
+    segments_.pop_front();
+    ++segments_dropped_;
+  }
+  segments_.push_back({top.seg_t0, t, top.key, top.device});
+  // Time this innermost stretch adds under each enclosing window (for the model's inclusive energies).
+  for (const Open& o : stack) overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | top.key] += dt;
+}
+
+void Attributor::end_nested(std::vector<Open>& stack, int64_t t, const std::vector<double>& e, bool extrapolated) {
+  Open& top = stack.back();
+  close_segment(top, t, e, stack);
+  const int64_t dt = t - top.t0;
+  for (size_t c = 0; c < state_.size(); ++c) {
+    if (!relevant(c, top.device)) continue;
+    Acc& a = acc(top.key, c);
+    ++a.calls;
+    a.time_ns += dt;
+    a.energy_j += e[c] - top.e0[c];
+    if (dt < channels_[c].sensor.update_ns) ++a.short_windows;
+    if (extrapolated) ++a.extrapolated;
+  }
+  if (stack.size() == 1) {
+    for (size_t c = 0; c < state_.size(); ++c) {
+      if (!relevant(c, top.device)) continue;
+      ChannelState& s = state_[c];
+      if (--s.busy == 0) s.attributed_j += e[c] - s.busy_e0;
+    }
+  }
+  stack.pop_back();
+  if (!stack.empty()) {
+    stack.back().seg_t0 = t;
+    stack.back().seg_e0 = e;
+  }
+}
+
+void Attributor::process_event(const Event& ev) {
+  bool extrapolated = false;
+  std::vector<double>& e = scratch_e_;
+  energies_at(ev.t_ns, e, extrapolated);
+  processed_ns_ = std::max(processed_ns_, ev.t_ns);
+
+  if (ev.key == kRunMarker) {
+    for (size_t c = 0; c < state_.size(); ++c) state_[c].run_e0 = e[c];
+    return;
+  }
+  const Kind kind = keys_.info(ev.key).kind;
+  if (!(ev.flags & flags::nested)) {
+    auto& opens = free_open_[ev.key];
+    if (ev.begin) {
+      opens.push_back(Open{ev.key, ev.device, ev.t_ns, ev.t_ns, e, {}});
+      return;
+    }
+    if (opens.empty()) {
+      ++unmatched_;
+      return;
+    }
+    Open o = std::move(opens.back());
+    opens.pop_back();
+    const int64_t dt = ev.t_ns - o.t0;
+    for (size_t c = 0; c < state_.size(); ++c) {
+      if (!relevant(c, o.device)) continue;
+      if (kind == Kind::idle) {
+        if (dt > 0) {
+          state_[c].idle_measured_w = (e[c] - o.e0[c]) / (static_cast<double>(dt) * 1e-9);
+          state_[c].idle_measured_ns = dt;
+        }
+        continue;
+      }
+      Acc& a = acc(o.key, c);
+      ++a.calls;
+      a.time_ns += dt;
+      a.energy_j += e[c] - o.e0[c];
+      if (dt < channels_[c].sensor.update_ns) ++a.short_windows;
+      if (extrapolated) ++a.extrapolated;
+    }
+    return;
+  }
+
+  std::vector<Open>& stack = stacks_[ev.thread];
+  if (ev.begin) {
+    if (!stack.empty()) close_segment(stack.back(), ev.t_ns, e, stack);
+    if (stack.empty()) {
+      for (size_t c = 0; c < state_.size(); ++c) {
+        if (!relevant(c, ev.device)) continue;
+        ChannelState& s = state_[c];
+        if (s.busy++ == 0) s.busy_e0 = e[c];
+      }
+    }
+    stack.push_back(Open{ev.key, ev.device, ev.t_ns, ev.t_ns, e, e});
+    return;
+  }
+  // An end: normally the top of the stack. Ends of windows whose begin was lost, or that close an outer
+  // window before its inner ones, are repaired (inner ones closed here) and counted.
+  auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const Open& o) { return o.key == ev.key; });
+  if (it == stack.rend()) {
+    ++unmatched_;
+    return;
+  }
+  const size_t depth = static_cast<size_t>(stack.rend() - it);
+  while (stack.size() > depth) {
+    ++unmatched_;
+    end_nested(stack, ev.t_ns, e, extrapolated);
+  }
+  end_nested(stack, ev.t_ns, e, extrapolated);
+}
+
+void Attributor::reservoir(std::vector<double>& v, uint64_t& seen, double value) {
+  ++seen;
+  if (v.size() < options_.max_quiet_samples) {
+    v.push_back(value);
+    return;
+  }
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  const uint64_t j = rng_ % seen;
+  if (j < v.size()) v[j] = value;
+}
+
+void Attributor::process_model_samples(int64_t horizon_ns, bool all) {
+  if (!options_.model) return;
+  for (size_t c = 0; c < state_.size(); ++c) {
+    ChannelState& s = state_[c];
+    const power::Channel& ch = channels_[c];
+    while (!s.model_pending.empty()) {
+      const power::Reading& r = s.model_pending.front();
+      if (!all && r.t_ns - ch.sensor.delay_ns > horizon_ns && s.model_pending.size() < options_.max_pending_events)
+        break;
+      add_model_sample(c, r);
+      s.model_pending.pop_front();
+    }
+  }
+}
+
+void Attributor::add_model_sample(size_t c, const power::Reading& r) {
+  ChannelState& s = state_[c];
+  const power::Channel& ch = channels_[c];
+  const int64_t b = r.t_ns - ch.sensor.delay_ns;
+  const int64_t w = sensor_window(ch, r);
+  const int64_t a = b - w;
+
+  // Occupancy of the reading's window by each innermost region (point sensors: who is innermost at b).
+  std::vector<std::pair<KeyId, double>> occ;
+  auto add = [&](KeyId key, int32_t device, int64_t t0, int64_t t1) {
+    if (!relevant(c, device)) return;
+    double f;
+    if (w == 0) {
+      f = (t0 <= b && b < t1) ? 1.0 : 0.0;
+    } else {
+      const int64_t lo = std::max(a, t0), hi = std::min(b, t1);
+      f = hi > lo ? static_cast<double>(hi - lo) / static_cast<double>(w) : 0.0;
+    }
+    if (f <= 0) return;
+    for (auto& [k, v] : occ)
+      if (k == key) {
+        v += f;
+        return;
+      }
+    occ.emplace_back(key, f);
+  };
+  auto first = std::lower_bound(segments_.begin(), segments_.end(), a,
+                                [](const Segment& sg, int64_t t) { return sg.t1 <= t; });
+  for (auto it = first; it != segments_.end(); ++it)
+    if (it->t0 < b || (w == 0 && it->t0 <= b)) add(it->key, it->device, it->t0, it->t1);
+  for (const auto& [thread, stack] : stacks_)
+    if (!stack.empty()) add(stack.back().key, stack.back().device, stack.back().seg_t0, INT64_MAX);
+
+  if (occ.empty()) reservoir(s.quiet_w, s.quiet_seen, r.power_w);
+
+  Model& m = s.model;
+  std::vector<std::pair<int, double>> x;
+  x.reserve(occ.size() + 1);
+  x.emplace_back(0, 1.0);
+  for (const auto& [key, f] : occ) {
+    auto it = m.column.find(key);
+    if (it == m.column.end()) {
+      if (m.keys.size() >= options_.model_max_keys) {
+        ++m.over_cap;
+        continue;
+      }
+      const int col = static_cast<int>(m.keys.size()) + 1;
+      it = m.column.emplace(key, col).first;
+      m.keys.push_back(key);
+      m.gram.conservativeResize(col + 1, col + 1);
+      m.gram.row(col).setZero();
+      m.gram.col(col).setZero();
+      m.xty.conservativeResize(col + 1);
+      m.xty(col) = 0;
+    }
+    x.emplace_back(it->second, f);
+  }
+  for (const auto& [i, xi] : x) {
+    m.xty(i) += xi * r.power_w;
+    for (const auto& [j, xj] : x) m.gram(i, j) += xi * xj;
+  }
+  m.yy += r.power_w * r.power_w;
+  ++m.n;
+}
+
+void Attributor::trim(int64_t horizon_ns) {
+  int64_t keep_from = horizon_ns;
+  for (size_t c = 0; c < state_.size(); ++c) {
+    ChannelState& s = state_[c];
+    if (horizon_ns != INT64_MIN) s.trace.trim_before(horizon_ns);
+    const power::Channel& ch = channels_[c];
+    if (!s.model_pending.empty()) {
+      const auto& r = s.model_pending.front();
+      keep_from = std::min(keep_from, r.t_ns - ch.sensor.delay_ns - sensor_window(ch, r));
+    } else {
+      keep_from = std::min(keep_from, horizon_ns - ch.sensor.delay_ns - 2 * std::max<int64_t>(ch.sensor.window_ns, 1'000'000'000));
+    }
+  }
+  while (!segments_.empty() && segments_.front().t1 < keep_from) segments_.pop_front();
+}
+
+Report Attributor::finish(int64_t t_end_ns) {
+  process_until(INT64_MAX);
+  // Windows still open at the end of the run are closed there (and counted as unmatched).
+  const int64_t t_close = std::max(t_end_ns, last_event_ns_);
+  bool extrapolated = false;
+  std::vector<double> e;
+  energies_at(t_close, e, extrapolated);
+  for (auto& [thread, stack] : stacks_)
+    while (!stack.empty()) {
+      ++unmatched_;
+      end_nested(stack, t_close, e, extrapolated);
+    }
+  process_model_samples(INT64_MAX, true);
+
+  Report report;
+  report.unmatched_events = unmatched_;
+  for (size_t c = 0; c < state_.size(); ++c) report.channels.push_back(build_channel(c, t_end_ns));
+  return report;
+}
+
+ChannelReport Attributor::build_channel(size_t c, int64_t t_end) {
+  ChannelState& s = state_[c];
+  ChannelReport cr;
+  cr.channel = channels_[c];
+  cr.samples = s.samples;
+  cr.samples_dropped = s.dropped;
+
+  // Baseline: given > measured at start > median of quiet readings > lowest 5 % of all readings.
+  if (options_.baseline_w) {
+    cr.baseline_w = *options_.baseline_w;
+    cr.baseline_method = "given";
+  } else if (s.idle_measured_w) {
+    cr.baseline_w = *s.idle_measured_w;
+    cr.baseline_method = fmt::format("measured at start ({} ms)", s.idle_measured_ns / 1'000'000);
+  } else if (s.quiet_w.size() >= 5) {
+    cr.baseline_w = median(s.quiet_w);
+    cr.baseline_method = fmt::format("median of {} quiet readings", s.quiet_seen);
+  } else if (!s.all_w.empty()) {
+    std::vector<double> v = s.all_w;
+    auto k = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 20);
+    std::nth_element(v.begin(), k, v.end());
+    cr.baseline_w = *k;
+    cr.baseline_method = "lowest 5% of readings (no quiet interval)";
+  } else {
+    cr.baseline_method = "none (no readings)";
+  }
+
+  // Conservation over the run.
+  const int64_t t0 = s.counter_first ? s.counter_first->first : run_t0_;
+  const int64_t t1 = s.counter_last ? s.counter_last->first : t_end;
+  if (t0 != INT64_MIN && !s.trace.empty()) {
+    const double e_end = s.trace.energy_j(t1);
+    const double e_start = (s.counter_first || !s.run_e0) ? s.trace.energy_j(t0) : *s.run_e0;
+    cr.conservation.run_energy_j = e_end - e_start;
+    cr.run_time_s = static_cast<double>(t1 - t0) * 1e-9;
+  }
+  cr.conservation.attributed_j = s.attributed_j;
+  cr.conservation.unattributed_j = cr.conservation.run_energy_j - s.attributed_j;
+  if (s.counter_first && s.counter_last && s.counter_last->first > s.counter_first->first)
+    cr.conservation.counter_delta_j = s.counter_last->second - s.counter_first->second;
+
+  // Model fit.
+  Model& m = s.model;
+  const int k = static_cast<int>(m.keys.size());
+  std::vector<double> power_by_col(k + 1, 0.0);
+  std::vector<bool> inseparable(k + 1, false), little(k + 1, false);
+  if (!options_.model) {
+    cr.fit.why_not = "model mode off";
+  } else if (m.n < static_cast<uint64_t>(k) + 2) {
+    cr.fit.why_not = fmt::format("{} readings for {} regions: too few to fit", m.n, k);
+  } else {
+    const double n = static_cast<double>(m.n);
+    Eigen::VectorXd beta;
+    double rss;
+    if (options_.baseline_w) {
+      const double b = *options_.baseline_w;
+      Eigen::MatrixXd g = m.gram.bottomRightCorner(k, k);
+      Eigen::VectorXd h = m.xty.tail(k) - b * m.gram.col(0).tail(k);
+      NnlsResult r = nnls_normal(g, h);
+      beta = Eigen::VectorXd::Zero(k + 1);
+      beta(0) = b;
+      beta.tail(k) = r.x;
+    } else {
+      beta = nnls_normal(m.gram, m.xty).x;
+    }
+    rss = m.yy - 2 * beta.dot(m.xty) + beta.dot(m.gram * beta);
+    const double mean_y = m.xty(0) / n;
+    const double tss = m.yy - n * mean_y * mean_y;
+    cr.fit.fitted = true;
+    cr.fit.samples = m.n;
+    cr.fit.columns = k;
+    cr.fit.intercept_w = beta(0);
+    cr.fit.intercept_fixed = options_.baseline_w.has_value();
+    cr.fit.residual_rms_w = std::sqrt(std::max(0.0, rss) / n);
+    cr.fit.r_squared = tss > 0 ? 1 - std::max(0.0, rss) / tss : 0.0;
+    cr.fit.keys_over_cap = m.over_cap;
+    for (int i = 1; i <= k; ++i) power_by_col[i] = beta(i);
+    // Identifiability: the share of a column's energy not explained by the other columns (Schur complement
+    // of the Gram matrix, via the regularised inverse). Near zero: the run never varied this region apart
+    // from the others, so its power cannot be separated.
+    Eigen::MatrixXd g = m.gram;
+    const double ridge = 1e-10 * std::max(1.0, g.diagonal().mean());
+    g.diagonal().array() += ridge;
+    Eigen::MatrixXd ginv = g.ldlt().solve(Eigen::MatrixXd::Identity(k + 1, k + 1));
+    for (int i = 1; i <= k; ++i) {
+      const double unique = 1.0 / ginv(i, i);
+      inseparable[i] = unique < 1e-4 * m.gram(i, i);
+      little[i] = m.gram(i, 0) < 3.0;  // less than three readings' worth of occupancy
+    }
+  }
+
+  const double intercept = cr.fit.fitted ? cr.fit.intercept_w : cr.baseline_w;
+  std::vector<KeyInfo> infos = keys_.snapshot();
+  for (KeyId key = 0; key < acc_.size(); ++key) {
+    const Acc& a = acc_[key][c];
+    if (!a.calls) continue;
+    RegionRow row;
+    row.name = key < infos.size() ? infos[key].name : "<unknown>";
+    row.kind = key < infos.size() ? infos[key].kind : Kind::other;
+    row.calls = a.calls;
+    row.time_s = static_cast<double>(a.time_ns) * 1e-9;
+    row.energy_j = a.energy_j;
+    row.excl_time_s = static_cast<double>(a.excl_time_ns) * 1e-9;
+    row.excl_energy_j = a.excl_energy_j;
+    row.short_windows = a.short_windows;
+    row.extrapolated_windows = a.extrapolated;
+    if (cr.fit.fitted) {
+      double marginal = 0;
+      for (int i = 1; i <= k; ++i) {
+        auto it = overlap_ns_.find((static_cast<uint64_t>(key) << 32) | m.keys[i - 1]);
+        if (it != overlap_ns_.end()) marginal += power_by_col[i] * static_cast<double>(it->second) * 1e-9;
+      }
+      row.model_energy_j = intercept * row.time_s + marginal;
+      if (auto it = m.column.find(key); it != m.column.end()) {
+        row.model_power_w = power_by_col[it->second];
+        row.model_excl_energy_j = (intercept + power_by_col[it->second]) * row.excl_time_s;
+        row.model_inseparable = inseparable[it->second];
+        row.model_too_little_data = little[it->second];
+      }
+    }
+    cr.rows.push_back(std::move(row));
+  }
+  std::stable_sort(cr.rows.begin(), cr.rows.end(),
+                   [](const RegionRow& x, const RegionRow& y) { return x.energy_j > y.energy_j; });
+  return cr;
+}
+
+}  // namespace dooly::energy

@@ -1,0 +1,148 @@
+#pragma once
+// Charges measured power to the windows the hooks recorded. Single-threaded and deterministic: the live
+// profiler feeds it from its sampler thread, `dooly analyze` from a recording, the tests from analytic traces.
+//
+// Two modes run side by side over the same data:
+//  - trapezoid: each window gets the exact integral of the piecewise-linear power trace over it, accumulated
+//    over calls (inclusive; exclusive = minus nested children). Readings are placed at the centre of what
+//    they measure (t - delay - window/2).
+//  - model: every reading is regressed (non-negative least squares, intercept = idle floor) on the fraction of
+//    its sensor window each region occupied as the innermost window; regions then get intercept * time plus
+//    their fitted marginal power times their time. This separates regions that alternate faster than the
+//    sensor updates, where the trapezoid hands each of them the mix's average.
+//
+// Events must arrive in time order. An event is processed once every live channel's trace covers its time
+// (or it is older than max_lag_ns), so energies are exact and memory stays bounded.
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "dooly/energy/event.hpp"
+#include "dooly/energy/key_table.hpp"
+#include "dooly/energy/power_trace.hpp"
+#include "dooly/energy/report.hpp"
+#include "dooly/power/power_source.hpp"
+
+namespace dooly::energy {
+
+struct AttributorOptions {
+  int64_t max_lag_ns = 2'000'000'000;    // process events this far behind the slowest channel regardless
+  size_t max_pending_events = 1u << 20;  // ... or when this many wait
+  size_t model_max_keys = 512;           // model columns per channel; further regions are not fitted
+  size_t max_segments = 1u << 21;        // recent innermost segments kept for the model's occupancy
+  size_t max_quiet_samples = 1u << 17;   // reservoir for the quiet-sample baseline
+  std::optional<double> baseline_w;      // given by the user: used for J/call and as the fixed intercept
+  bool model = true;
+};
+
+class Attributor {
+ public:
+  Attributor(std::vector<power::Channel> channels, const KeyTable& keys, AttributorOptions options = {});
+
+  const std::vector<power::Channel>& channels() const noexcept { return channels_; }
+
+  // The run's first instant: conservation is reckoned from here to finish()'s t_end.
+  void begin_run(int64_t t_ns);
+  void add_reading(const power::Reading& reading);
+  void add_event(const Event& event);
+  void add_counter(uint32_t channel, int64_t t_ns, double energy_j);
+  // The channel produces nothing more: stop waiting for it.
+  void mark_dead(uint32_t channel);
+  // Every event before events_complete_ns has been added: process all that the traces cover.
+  void advance(int64_t events_complete_ns);
+  // Processes everything (holding the last reading where traces end) and builds the report.
+  Report finish(int64_t t_end_ns);
+
+  size_t pending_events() const noexcept { return pending_.size(); }
+  // What is held in memory now (the bounded-memory tests watch these).
+  size_t retained_readings() const noexcept;
+  size_t retained_segments() const noexcept { return segments_.size(); }
+
+ private:
+  static constexpr KeyId kRunMarker = 0xffffffffu;
+
+  struct Acc {
+    uint64_t calls = 0;
+    int64_t time_ns = 0;
+    double energy_j = 0;
+    int64_t excl_time_ns = 0;
+    double excl_energy_j = 0;
+    uint64_t short_windows = 0;
+    uint64_t extrapolated = 0;
+  };
+  struct Open {
+    KeyId key;
+    int32_t device;
+    int64_t t0;
+    int64_t seg_t0;
+    std::vector<double> e0;      // E(t0) per channel
+    std::vector<double> seg_e0;  // E(seg_t0) per channel
+  };
+  struct Segment {  // a stretch during which `key` was the innermost window on some thread
+    int64_t t0, t1;
+    KeyId key;
+    int32_t device;
+  };
+  struct Model {
+    std::unordered_map<KeyId, int> column;  // key -> column (0 is the intercept)
+    std::vector<KeyId> keys;                // column - 1 -> key
+    Eigen::MatrixXd gram;                   // X'X
+    Eigen::VectorXd xty;                    // X'y
+    double yy = 0;
+    uint64_t n = 0;
+    uint64_t over_cap = 0;
+  };
+  struct ChannelState {
+    PowerTrace trace;
+    bool dead = false;
+    uint64_t samples = 0, dropped = 0;
+    std::deque<power::Reading> model_pending;  // readings whose window the events have not reached yet
+    Model model;
+    std::vector<double> quiet_w, all_w;         // reservoirs for the baseline
+    uint64_t quiet_seen = 0, all_seen = 0;
+    std::optional<std::pair<int64_t, double>> counter_first, counter_last;
+    int busy = 0;            // open top-level windows relevant to this channel
+    double busy_e0 = 0;
+    double attributed_j = 0;
+    std::optional<double> run_e0;
+    std::optional<double> idle_measured_w;
+    int64_t idle_measured_ns = 0;
+  };
+
+  bool relevant(size_t c, int32_t device) const noexcept;
+  void process_until(int64_t horizon_ns);
+  void process_event(const Event& e);
+  void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const;
+  Acc& acc(KeyId key, size_t c);
+  void close_segment(Open& top, int64_t t, const std::vector<double>& e, const std::vector<Open>& stack);
+  void end_nested(std::vector<Open>& stack, int64_t t, const std::vector<double>& e, bool extrapolated);
+  void process_model_samples(int64_t horizon_ns, bool all);
+  void add_model_sample(size_t c, const power::Reading& r);
+  void reservoir(std::vector<double>& v, uint64_t& seen, double value);
+  void trim(int64_t horizon_ns);
+  ChannelReport build_channel(size_t c, int64_t t_end);
+
+  std::vector<power::Channel> channels_;
+  const KeyTable& keys_;
+  AttributorOptions options_;
+  std::vector<ChannelState> state_;
+  std::vector<std::vector<Acc>> acc_;  // [key][channel]
+  std::deque<Event> pending_;
+  std::unordered_map<uint32_t, std::vector<Open>> stacks_;
+  std::unordered_map<KeyId, std::vector<Open>> free_open_;
+  std::deque<Segment> segments_;
+  std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time
+  int64_t processed_ns_ = INT64_MIN;                   // events processed up to here
+  int64_t last_event_ns_ = INT64_MIN;
+  int64_t run_t0_ = INT64_MIN;
+  uint64_t unmatched_ = 0;
+  uint64_t segments_dropped_ = 0;
+  uint64_t rng_ = 0x9E3779B97F4A7C15ull;
+  std::vector<double> scratch_e_;
+};
+
+}  // namespace dooly::energy

@@ -1,0 +1,91 @@
+#include "dooly/energy/key_table.hpp"
+
+#include <array>
+
+#include "dooly/common/error.hpp"
+
+namespace dooly::energy {
+
+namespace {
+constexpr std::array<std::pair<Kind, std::string_view>, 9> kKindNames{{
+    {Kind::kernel_for, "for"},
+    {Kind::kernel_reduce, "reduce"},
+    {Kind::kernel_scan, "scan"},
+    {Kind::region, "region"},
+    {Kind::section, "section"},
+    {Kind::fence, "fence"},
+    {Kind::copy, "copy"},
+    {Kind::idle, "idle"},
+    {Kind::other, "other"},
+}};
+
+std::string map_key(std::string_view name, Kind kind) {
+  std::string k;
+  k.reserve(name.size() + 2);
+  k.push_back(static_cast<char>('0' + static_cast<int>(kind)));
+  k.push_back('\x1f');
+  k.append(name);
+  return k;
+}
+}  // namespace
+
+std::string_view to_string(Kind kind) noexcept {
+  for (const auto& [k, n] : kKindNames)
+    if (k == kind) return n;
+  return "other";
+}
+
+Kind kind_from_string(std::string_view word) {
+  for (const auto& [k, n] : kKindNames)
+    if (n == word) return k;
+  DOOLY_THROW(InputError, "use one of for, reduce, scan, region, section, fence, copy, idle, other",
+              "unknown region kind '{}'", word);
+}
+
+KeyId KeyTable::intern(std::string_view name, Kind kind) {
+  // Kernel names arrive on every launch: build the lookup key on the stack when it is short.
+  char buf[256];
+  std::string_view key;
+  std::string heap;
+  if (name.size() + 2 <= sizeof(buf)) {
+    buf[0] = static_cast<char>('0' + static_cast<int>(kind));
+    buf[1] = '\x1f';
+    name.copy(buf + 2, name.size());
+    key = std::string_view(buf, name.size() + 2);
+  } else {
+    heap = map_key(name, kind);
+    key = heap;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  const auto id = static_cast<KeyId>(infos_.size());
+  infos_.push_back({std::string(name), kind});
+  ids_.emplace(std::string(key), id);
+  return id;
+}
+
+void KeyTable::insert(KeyId id, std::string_view name, Kind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id < infos_.size() && !infos_[id].name.empty())
+    DOOLY_THROW(DuplicateError, "give each key a distinct id", "key id {} is defined twice", id);
+  if (id >= infos_.size()) infos_.resize(id + 1);
+  infos_[id] = {std::string(name), kind};
+  ids_.emplace(map_key(name, kind), id);
+}
+
+KeyInfo KeyTable::info(KeyId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return id < infos_.size() ? infos_[id] : KeyInfo{"<unknown>", Kind::other};
+}
+
+size_t KeyTable::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return infos_.size();
+}
+
+std::vector<KeyInfo> KeyTable::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return infos_;
+}
+
+}  // namespace dooly::energy

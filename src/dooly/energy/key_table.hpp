@@ -1,0 +1,44 @@
+#pragma once
+// Interns the names that receive energy (kernels, regions, sections, ...) into small integer ids, so the
+// begin/end hooks pass integers and the attribution never compares strings. Thread-safe.
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dooly::energy {
+
+using KeyId = uint32_t;
+
+enum class Kind : uint8_t { kernel_for, kernel_reduce, kernel_scan, region, section, fence, copy, idle, other };
+std::string_view to_string(Kind kind) noexcept;
+Kind kind_from_string(std::string_view word);  // throws InputError for an unknown word
+
+struct KeyInfo {
+  std::string name;
+  Kind kind = Kind::other;
+};
+
+class KeyTable {
+ public:
+  KeyId intern(std::string_view name, Kind kind);
+  // Registers a key under a given id (re-analysis of a recording); throws DuplicateError on a clash.
+  void insert(KeyId id, std::string_view name, Kind kind);
+  KeyInfo info(KeyId id) const;
+  size_t size() const;
+  std::vector<KeyInfo> snapshot() const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  mutable std::mutex mu_;
+  // (kind, name) -> id: a region and a kernel that share a name stay distinct rows.
+  std::unordered_map<std::string, KeyId, Hash, std::equal_to<>> ids_;
+  std::vector<KeyInfo> infos_;
+};
+
+}  // namespace dooly::energy

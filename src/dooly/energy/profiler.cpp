@@ -1,0 +1,214 @@
+#include "dooly/energy/profiler.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "dooly/common/clock.hpp"
+#include "dooly/common/env.hpp"
+#include "dooly/common/error.hpp"
+#include "dooly/common/log.hpp"
+#include "dooly/power/replay/recording.hpp"
+
+namespace dooly::energy {
+
+namespace {
+uint32_t this_thread_index() noexcept {
+  static std::atomic<uint32_t> next{0};
+  thread_local const uint32_t index = next.fetch_add(1);
+  return index;
+}
+
+int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
+}  // namespace
+
+ProfilerOptions ProfilerOptions::from_env() {
+  ProfilerOptions o;
+  if (auto v = env::get("DOOLY_POWER_SOURCE")) o.source = *v;
+  if (auto v = env::get("DOOLY_REPLAY_FILE")) o.power.path = *v;
+  if (auto v = env::get_bool("DOOLY_REPLAY_REALTIME")) o.power.replay_realtime = *v;
+  if (auto v = env::get_double("DOOLY_PERIOD_MS", 1, 10'000)) o.period_ns = ms_to_ns(*v);
+  if (auto v = env::get_double("DOOLY_BASELINE_MS", 0, 60'000)) o.baseline_measure_ns = ms_to_ns(*v);
+  if (auto v = env::get_double("DOOLY_BASELINE_W", 0, 1e6)) o.attribution.baseline_w = *v;
+  if (auto v = env::get_double("DOOLY_SENSOR_WINDOW_MS", 0, 10'000)) o.sensor_window_ns = ms_to_ns(*v);
+  if (auto v = env::get_double("DOOLY_SENSOR_DELAY_MS", 0, 10'000)) o.sensor_delay_ns = ms_to_ns(*v);
+  if (auto v = env::get_bool("DOOLY_MODEL")) o.attribution.model = *v;
+  if (auto v = env::get("DOOLY_MODE")) o.mode = mode_from_string(*v);
+  if (auto v = env::get("DOOLY_RECORD")) o.record_path = *v;
+  if (auto v = env::get_int("DOOLY_MAX_EVENTS", 1024, 1ll << 30)) o.max_buffered_events = static_cast<size_t>(*v);
+  if (auto v = env::get_list("DOOLY_GPUS")) {
+    for (const auto& item : *v) {
+      int d = -1;
+      try {
+        size_t pos = 0;
+        d = std::stoi(item, &pos);
+        if (pos != item.size() || d < 0) throw std::invalid_argument(item);
+      } catch (const std::exception&) {
+        DOOLY_THROW(InputError, "set DOOLY_GPUS to CUDA ordinals such as 0,1", "DOOLY_GPUS item '{}' is not a GPU ordinal", item);
+      }
+      o.power.cuda_devices.push_back(d);
+    }
+  }
+  return o;
+}
+
+std::unique_ptr<Profiler> Profiler::open(ProfilerOptions options, const power::Registry& registry) {
+  power::Selection sel = power::select(registry, options.power, options.source);
+  auto p = std::make_unique<Profiler>(std::move(options), std::move(sel.session), sel.backend);
+  p->skipped_ = std::move(sel.skipped);
+  return p;
+}
+
+Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> session, std::string backend)
+    : options_(std::move(options)), session_(std::move(session)), backend_(std::move(backend)) {
+  channels_ = session_->channels();
+  for (auto& ch : channels_) {
+    if (options_.sensor_window_ns) ch.sensor.window_ns = *options_.sensor_window_ns;
+    if (options_.sensor_delay_ns) ch.sensor.delay_ns = *options_.sensor_delay_ns;
+  }
+  channel_dead_.assign(channels_.size(), false);
+  attributor_ = std::make_unique<Attributor>(channels_, keys_, options_.attribution);
+  events_.reserve(4096);
+  if (!options_.record_path.empty()) {
+    recorder_ = std::make_unique<power::RecordingWriter>(options_.record_path);  // throws InputError with the fix
+    recorder_->write_meta("backend", backend_);
+    for (uint32_t c = 0; c < channels_.size(); ++c) recorder_->write_channel(c, channels_[c]);
+  }
+}
+
+Profiler::~Profiler() {
+  if (running_) {
+    try {
+      (void)stop();
+    } catch (...) {
+    }
+  }
+}
+
+void Profiler::add_meta(std::string key, std::string value) {
+  if (recorder_) recorder_->write_meta(key, value);
+  meta_.emplace_back(std::move(key), std::move(value));
+}
+
+void Profiler::record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
+  if (!running_.load(std::memory_order_relaxed)) return;
+  const uint32_t thread = this_thread_index();
+  std::lock_guard<std::mutex> lock(events_mu_);
+  if (events_.size() >= options_.max_buffered_events) {
+    ++events_dropped_;
+    return;
+  }
+  // The stamp is taken under the lock, so the buffer is in time order and a drain at time T holds every
+  // event before T.
+  events_.push_back(Event{now_ns(), key, thread, device, begin, flags});
+}
+
+void Profiler::read_counters() noexcept {
+  if (!session_->supports_energy_counter()) return;
+  for (uint32_t c = 0; c < channels_.size(); ++c) {
+    const int64_t t0 = now_ns();
+    std::optional<double> e = session_->energy_counter_j(c);
+    const int64_t t1 = now_ns();
+    if (!e) continue;
+    const int64_t t = t0 + (t1 - t0) / 2;
+    std::lock_guard<std::mutex> lock(attributor_mu_);
+    attributor_->add_counter(c, t, *e);
+    if (recorder_) recorder_->write_counter(c, t, *e);
+  }
+}
+
+void Profiler::record_key(KeyId key) {
+  if (key >= recorded_keys_.size()) recorded_keys_.resize(key + 1, false);
+  if (recorded_keys_[key]) return;
+  recorded_keys_[key] = true;
+  const KeyInfo info = keys_.info(key);
+  recorder_->write_key(key, std::string(to_string(info.kind)), info.name);
+}
+
+void Profiler::tick(int64_t) noexcept {
+  std::lock_guard<std::mutex> attributor_lock(attributor_mu_);
+  try {
+    readings_.clear();
+    const power::PollStatus st = session_->poll(readings_);
+    if (!st.ok && st.message != last_poll_error_) {
+      log::warn("{}: {}", backend_, st.message);
+      last_poll_error_ = st.message;
+    }
+    if (st.fatal)
+      for (uint32_t c = 0; c < channels_.size(); ++c)
+        if (!channel_dead_[c]) {
+          channel_dead_[c] = true;
+          attributor_->mark_dead(c);
+        }
+    for (const power::Reading& r : readings_) {
+      attributor_->add_reading(r);
+      if (recorder_) recorder_->write_sample(r);
+    }
+    int64_t complete_ns;
+    {
+      std::lock_guard<std::mutex> lock(events_mu_);
+      drained_.swap(events_);
+      complete_ns = now_ns();
+    }
+    for (const Event& e : drained_) {
+      attributor_->add_event(e);
+      if (recorder_) {
+        record_key(e.key);
+        recorder_->write_event(power::RecordedEvent{e.t_ns, e.key, e.thread, e.device, e.begin, e.flags});
+      }
+    }
+    drained_.clear();
+    attributor_->advance(complete_ns);
+  } catch (const std::exception& ex) {
+    log::error("sampler tick failed: {}", ex.what());
+  }
+}
+
+void Profiler::start() {
+  if (running_) return;
+  start_ns_ = now_ns();
+  read_counters();
+  attributor_->begin_run(start_ns_);
+  running_ = true;
+  sampler_ = std::make_unique<Sampler>(options_.period_ns, [this](int64_t now) { tick(now); });
+  sampler_->start();
+  if (options_.baseline_measure_ns > 0) {
+    // A quiet interval measured before the program's work starts: its mean power is the idle baseline.
+    const KeyId idle = keys_.intern("<idle baseline>", Kind::idle);
+    begin(idle, -1, 0);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(options_.baseline_measure_ns));
+    end(idle, -1, 0);
+  }
+}
+
+Report Profiler::stop() {
+  if (!running_) return Report{};
+  running_ = false;
+  const int64_t t_end = now_ns();
+  read_counters();
+  // Readings that cover the last windows may arrive a sensor period later: give the sampler that long.
+  int64_t lag_ns = 0;
+  for (const auto& ch : channels_) lag_ns = std::max(lag_ns, ch.sensor.delay_ns + ch.sensor.update_ns);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(lag_ns, 200'000'000)));
+  sampler_->stop();
+  Report report = attributor_->finish(t_end);
+  report.backend = backend_;
+  report.mode = options_.mode;
+  report.meta = meta_;
+  report.meta.emplace_back("sampler_period_ms", fmt::format("{:g}", static_cast<double>(options_.period_ns) / 1e6));
+  report.meta.emplace_back("sampler_ticks", std::to_string(sampler_->ticks()));
+  report.meta.emplace_back("sampler_missed_deadlines", std::to_string(sampler_->missed_deadlines()));
+  report.meta.emplace_back("sampler_cpu_s", fmt::format("{:.6f}", sampler_->thread_cpu_s()));
+  {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    report.events_dropped = events_dropped_;
+  }
+  if (recorder_) {
+    recorder_->write_meta("run_end_ns", std::to_string(t_end));
+    recorder_->write_meta("run_start_ns", std::to_string(start_ns_));
+    recorder_->flush();
+  }
+  return report;
+}
+
+}  // namespace dooly::energy

@@ -1,0 +1,97 @@
+#pragma once
+// The live measurement engine shared by every front end (Kokkos connector, CUPTI, Python): a power session,
+// a sampler thread, and the attributor. Hooks call begin/end, which only timestamp and buffer the event;
+// all integration happens on the sampler thread.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dooly/energy/attributor.hpp"
+#include "dooly/energy/event.hpp"
+#include "dooly/energy/key_table.hpp"
+#include "dooly/energy/report.hpp"
+#include "dooly/energy/sampler.hpp"
+#include "dooly/power/registry.hpp"
+
+namespace dooly::power {
+class RecordingWriter;
+}
+
+namespace dooly::energy {
+
+struct ProfilerOptions {
+  std::string source;                       // DOOLY_POWER_SOURCE; empty = auto-detect
+  power::Options power;                     // DOOLY_REPLAY_FILE, DOOLY_NVML_LIBRARY, ...
+  int64_t period_ns = 20'000'000;           // DOOLY_PERIOD_MS
+  int64_t baseline_measure_ns = 0;          // DOOLY_BASELINE_MS: quiet interval measured at start
+  std::optional<int64_t> sensor_window_ns;  // DOOLY_SENSOR_WINDOW_MS: override the backend's sensor model
+  std::optional<int64_t> sensor_delay_ns;   // DOOLY_SENSOR_DELAY_MS
+  AttributorOptions attribution;            // DOOLY_BASELINE_W, DOOLY_MODEL
+  Mode mode = Mode::trapezoid;              // DOOLY_MODE: which mode the table leads with
+  std::string record_path;                  // DOOLY_RECORD: write every reading and window for re-analysis
+  size_t max_buffered_events = 1u << 20;    // DOOLY_MAX_EVENTS: events held between two sampler ticks
+
+  // Reads every DOOLY_* variable above; throws InputError naming the variable and the fix.
+  static ProfilerOptions from_env();
+};
+
+class Profiler {
+ public:
+  // Picks the power source (forced or auto-detected); throws SourceError / InputError with the fix.
+  static std::unique_ptr<Profiler> open(ProfilerOptions options, const power::Registry& registry);
+  Profiler(ProfilerOptions options, std::unique_ptr<power::Session> session, std::string backend);
+  ~Profiler();
+
+  const std::string& backend() const noexcept { return backend_; }
+  const std::vector<power::Channel>& channels() const noexcept { return channels_; }
+  const std::vector<std::string>& skipped_backends() const noexcept { return skipped_; }
+
+  KeyId key(std::string_view name, Kind kind) { return keys_.intern(name, kind); }
+  // Hot path: one clock read and one append under a short lock. Never throws.
+  void begin(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept { record(key, device, true, flags); }
+  void end(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept { record(key, device, false, flags); }
+
+  void add_meta(std::string key, std::string value);
+  void start();
+  Report stop();
+  bool running() const noexcept { return running_; }
+
+  double sampler_cpu_s() const noexcept { return sampler_ ? sampler_->thread_cpu_s() : 0.0; }
+  uint64_t sampler_ticks() const noexcept { return sampler_ ? sampler_->ticks() : 0; }
+
+ private:
+  void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept;
+  void tick(int64_t now_ns) noexcept;
+  void read_counters() noexcept;
+  void record_key(KeyId key);
+
+  ProfilerOptions options_;
+  std::unique_ptr<power::Session> session_;
+  std::string backend_;
+  std::vector<std::string> skipped_;
+  std::vector<power::Channel> channels_;
+  KeyTable keys_;
+  std::unique_ptr<Attributor> attributor_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<power::RecordingWriter> recorder_;
+  std::vector<bool> recorded_keys_;
+  std::vector<std::pair<std::string, std::string>> meta_;
+
+  std::mutex attributor_mu_;  // the sampler thread and start/stop's counter reads
+  std::mutex events_mu_;
+  std::vector<Event> events_;
+  std::vector<Event> drained_;
+  uint64_t events_dropped_ = 0;
+  std::vector<power::Reading> readings_;
+  std::vector<bool> channel_dead_;
+  std::string last_poll_error_;
+  std::atomic<bool> running_{false};
+  int64_t start_ns_ = 0;
+};
+
+}  // namespace dooly::energy

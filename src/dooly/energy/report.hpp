@@ -1,0 +1,95 @@
+#pragma once
+// What a run produced: per channel, per region, the figures both attribution modes give. This is the one data
+// model the table, CSV and JSON writers print; its persisted forms carry `kReportVersion`.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dooly/energy/key_table.hpp"
+#include "dooly/power/power_source.hpp"
+
+namespace dooly::energy {
+
+inline constexpr int kReportVersion = 1;
+
+enum class Mode { trapezoid, model };
+std::string_view to_string(Mode mode) noexcept;
+Mode mode_from_string(std::string_view word);  // throws InputError
+
+struct RegionRow {
+  std::string name;
+  Kind kind = Kind::other;
+  uint64_t calls = 0;
+  double time_s = 0.0;       // inclusive: summed over windows
+  double energy_j = 0.0;     // trapezoid: integral of power over the windows (idle included)
+  double excl_time_s = 0.0;  // nested windows minus their children
+  double excl_energy_j = 0.0;
+  uint64_t short_windows = 0;         // windows shorter than the sensor's update period
+  uint64_t extrapolated_windows = 0;  // windows that needed power beyond the readings
+  // Model mode (NNLS fit of every reading on the regions' occupancy of its sensor window).
+  std::optional<double> model_power_w;  // marginal power above the intercept while this region is innermost
+  std::optional<double> model_energy_j; // inclusive, idle included: intercept * time + fitted marginal energy
+  std::optional<double> model_excl_energy_j;
+  bool model_inseparable = false;       // its occupancy is (nearly) a combination of others: not identifiable
+  bool model_too_little_data = false;
+
+  double avg_power_w() const noexcept { return time_s > 0 ? energy_j / time_s : 0.0; }
+  // (energy - baseline * time) / calls: the region's own joules above the idle floor, per call.
+  double j_per_call(double baseline_w) const noexcept {
+    return calls ? (energy_j - baseline_w * time_s) / static_cast<double>(calls) : 0.0;
+  }
+  std::optional<double> model_j_per_call(double baseline_w) const noexcept {
+    if (!model_energy_j || !calls) return std::nullopt;
+    return (*model_energy_j - baseline_w * time_s) / static_cast<double>(calls);
+  }
+  bool mostly_short() const noexcept { return calls && short_windows * 2 > calls; }
+};
+
+struct ModelFit {
+  bool fitted = false;
+  std::string why_not;      // when not fitted
+  uint64_t samples = 0;
+  double intercept_w = 0.0;  // the fitted idle floor (or the given baseline)
+  bool intercept_fixed = false;
+  double residual_rms_w = 0.0;
+  double r_squared = 0.0;
+  int columns = 0;
+  uint64_t keys_over_cap = 0;  // distinct regions beyond the model's column cap (not fitted)
+};
+
+struct Conservation {
+  double run_energy_j = 0.0;          // integral of the trace over the run
+  double attributed_j = 0.0;          // top-level windows
+  double unattributed_j = 0.0;        // run - attributed
+  std::optional<double> counter_delta_j;  // vendor energy counter, start to stop
+  std::optional<double> ratio() const noexcept {
+    if (!counter_delta_j || *counter_delta_j <= 0) return std::nullopt;
+    return (attributed_j + unattributed_j) / *counter_delta_j;
+  }
+};
+
+struct ChannelReport {
+  power::Channel channel;
+  double baseline_w = 0.0;
+  std::string baseline_method;  // "given", "measured at start (N ms)", "quiet samples (median of N)", "lowest 5%", "none"
+  double run_time_s = 0.0;
+  uint64_t samples = 0;
+  uint64_t samples_dropped = 0;  // not newer than the previous reading
+  Conservation conservation;
+  ModelFit fit;
+  std::vector<RegionRow> rows;  // sorted by energy, descending
+};
+
+struct Report {
+  int version = kReportVersion;
+  std::string backend;
+  Mode mode = Mode::trapezoid;  // the mode the table leads with
+  std::vector<std::pair<std::string, std::string>> meta;
+  uint64_t events_dropped = 0;      // hooks that found the bounded event buffer full
+  uint64_t unmatched_events = 0;    // ends without a begin (or mis-nested), repaired
+  std::vector<ChannelReport> channels;
+};
+
+}  // namespace dooly::energy

@@ -1,0 +1,25 @@
+#pragma once
+// The report's three faces: the terminal table, CSV and JSON (both versioned), and an atomic file write so a
+// failed write never leaves half a file.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dooly/energy/report.hpp"
+
+namespace dooly::energy {
+
+inline constexpr const char* kCsvHeader = "# dooly-energy-csv v1";
+
+std::string format_table(const Report& report);
+std::string to_csv(const Report& report);
+nlohmann::json to_json(const Report& report);
+// Reads what to_json wrote; throws InputError when the version is missing or not ours.
+Report report_from_json(const nlohmann::json& j);
+
+// Writes to path.tmp then renames; throws InputError naming the path and the fix.
+void write_file_atomic(const std::string& path, const std::string& content);
+// Checks now that path can be created, so a bad output path is reported before the run, not after it.
+void check_writable(const std::string& path);
+
+}  // namespace dooly::energy

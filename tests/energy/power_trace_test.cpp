@@ -1,0 +1,71 @@
+#include "dooly/energy/power_trace.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace dooly::energy {
+namespace {
+
+constexpr double kS = 1e-9;  // ns -> s
+
+TEST(PowerTrace, LinearRampIntegratesExactlyBetweenArbitraryInstants) {
+  // p(t) = 100 + 50 t (t in s) sampled every 10 ms: the piecewise-linear trace is the ramp itself.
+  PowerTrace tr;
+  for (int i = 0; i <= 100; ++i) {
+    const int64_t t = i * 10'000'000LL;
+    tr.append(t, 100 + 50 * t * kS);
+  }
+  auto exact = [](double a, double b) { return 100 * (b - a) + 25 * (b * b - a * a); };
+  const int64_t a = 3'141'592, b = 912'345'678;
+  EXPECT_NEAR(tr.energy_j(b) - tr.energy_j(a), exact(a * kS, b * kS), 1e-9 * exact(a * kS, b * kS));
+}
+
+TEST(PowerTrace, KinkedTraceMatchesClosedForm) {
+  // Triangle: 0 W at 0 s, 200 W at 1 s, 0 W at 2 s, 100 W at 3 s.
+  PowerTrace tr;
+  tr.append(0, 0);
+  tr.append(1'000'000'000, 200);
+  tr.append(2'000'000'000, 0);
+  tr.append(3'000'000'000, 100);
+  // From 0.5 s to 2.5 s: 0.5..1: avg(100,200)*0.5 = 75; 1..2: 100; 2..2.5: avg(0,50)*0.5 = 12.5.
+  EXPECT_NEAR(tr.energy_j(2'500'000'000) - tr.energy_j(500'000'000), 187.5, 187.5 * 1e-12);
+  EXPECT_DOUBLE_EQ(tr.power_w(2'500'000'000), 50);
+}
+
+TEST(PowerTrace, RejectsReadingsThatAreNotNewer) {
+  PowerTrace tr;
+  EXPECT_TRUE(tr.append(10, 1));
+  EXPECT_FALSE(tr.append(10, 2));
+  EXPECT_FALSE(tr.append(5, 2));
+  EXPECT_EQ(tr.size(), 1u);
+}
+
+TEST(PowerTrace, HoldsLastValueBeyondTheReadingsAndSaysSo) {
+  PowerTrace tr;
+  tr.append(0, 100);
+  tr.append(1'000'000'000, 100);
+  bool ex = false;
+  EXPECT_NEAR(tr.energy_j(3'000'000'000, &ex), 300, 1e-9);
+  EXPECT_TRUE(ex);
+  ex = false;
+  tr.energy_j(500'000'000, &ex);
+  EXPECT_FALSE(ex);
+}
+
+TEST(PowerTrace, TrimKeepsLaterIntegralsExact) {
+  PowerTrace tr, full;
+  for (int i = 0; i <= 1000; ++i) {
+    const int64_t t = i * 1'000'000LL;
+    const double p = 100 + 30 * std::sin(i * 0.1);
+    tr.append(t, p);
+    full.append(t, p);
+  }
+  tr.trim_before(700'000'000);
+  EXPECT_LT(tr.size(), 310u);
+  for (int64_t t : {700'000'000LL, 812'345'678LL, 1'000'000'000LL})
+    EXPECT_DOUBLE_EQ(tr.energy_j(t), full.energy_j(t));
+}
+
+}  // namespace
+}  // namespace dooly::energy

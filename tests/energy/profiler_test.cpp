@@ -1,0 +1,106 @@
+#include "dooly/energy/profiler.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "fake_session.hpp"
+
+namespace dooly::energy {
+namespace {
+
+using testing::FakeSession;
+
+const RegionRow& row(const ChannelReport& c, const std::string& name) {
+  for (const auto& r : c.rows)
+    if (r.name == name) return r;
+  throw std::runtime_error("no row " + name);
+}
+
+ProfilerOptions fast() {
+  ProfilerOptions o;
+  o.period_ns = 2'000'000;
+  return o;
+}
+
+TEST(Profiler, ConstantPowerGivesPowerTimesTimeThroughTheLiveThread) {
+  auto session = std::make_unique<FakeSession>([](int64_t) { return 250.0; });
+  Profiler p(fast(), std::move(session), "fake");
+  const KeyId k = p.key("kernel", Kind::kernel_for);
+  const KeyId r = p.key("region", Kind::region);
+  p.start();
+  p.begin(r, -1);
+  for (int i = 0; i < 5; ++i) {
+    p.begin(k, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(4));
+    p.end(k, 0);
+  }
+  p.end(r, -1);
+  Report rep = p.stop();
+  ASSERT_EQ(rep.channels.size(), 1u);
+  const auto& c = rep.channels[0];
+  EXPECT_EQ(row(c, "kernel").calls, 5u);
+  EXPECT_NEAR(row(c, "kernel").energy_j, 250.0 * row(c, "kernel").time_s, 1e-9);
+  EXPECT_NEAR(row(c, "region").energy_j, 250.0 * row(c, "region").time_s, 1e-9);
+  EXPECT_GE(row(c, "kernel").time_s, 0.020);
+  EXPECT_EQ(rep.unmatched_events, 0u);
+  EXPECT_EQ(rep.backend, "fake");
+  EXPECT_TRUE(c.conservation.counter_delta_j.has_value());
+}
+
+TEST(Profiler, BoundedEventBufferDropsAndCounts) {
+  ProfilerOptions o = fast();
+  o.period_ns = 1'000'000'000;  // no drain during the burst
+  o.max_buffered_events = 1024;
+  Profiler p(o, std::make_unique<FakeSession>([](int64_t) { return 100.0; }), "fake");
+  const KeyId k = p.key("k", Kind::kernel_for);
+  p.start();
+  for (int i = 0; i < 1000; ++i) {
+    p.begin(k, 0);
+    p.end(k, 0);
+  }
+  Report rep = p.stop();
+  EXPECT_GT(rep.events_dropped, 0u);
+  EXPECT_EQ(rep.events_dropped + 2 * row(rep.channels[0], "k").calls, 2000u);
+}
+
+TEST(Profiler, DeviceLostMidRunDegradesWithoutThrowing) {
+  auto session = std::make_unique<FakeSession>([](int64_t) { return 100.0; });
+  session->fail_after = 3;
+  Profiler p(fast(), std::move(session), "fake");
+  const KeyId k = p.key("k", Kind::kernel_for);
+  p.start();
+  p.begin(k, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  p.end(k, 0);
+  Report rep;
+  EXPECT_NO_THROW(rep = p.stop());
+  EXPECT_EQ(row(rep.channels[0], "k").calls, 1u);
+  EXPECT_GT(row(rep.channels[0], "k").extrapolated_windows, 0u);
+}
+
+TEST(Profiler, HooksFromManyThreadsKeepTheirOwnNesting) {
+  Profiler p(fast(), std::make_unique<FakeSession>([](int64_t) { return 100.0; }), "fake");
+  const KeyId outer = p.key("outer", Kind::region);
+  const KeyId inner = p.key("inner", Kind::kernel_for);
+  p.start();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        p.begin(outer, -1);
+        p.begin(inner, 0);
+        p.end(inner, 0);
+        p.end(outer, -1);
+      }
+    });
+  for (auto& th : threads) th.join();
+  Report rep = p.stop();
+  EXPECT_EQ(rep.unmatched_events, 0u);
+  EXPECT_EQ(row(rep.channels[0], "outer").calls, 800u);
+  EXPECT_EQ(row(rep.channels[0], "inner").calls, 800u);
+}
+
+}  // namespace
+}  // namespace dooly::energy
