@@ -1,0 +1,131 @@
+#include "dooly/taint/session.hpp"
+
+#include "dooly/common/error.hpp"
+
+namespace dooly::taint {
+
+using nlohmann::json;
+
+Session::Session() : Session(default_rules()) {}
+Session::Session(RuleRegistry rules) : rules_(std::move(rules)) {}
+
+int64_t Session::intern(ExprPtr e) {
+  labels_.push_back(std::move(e));
+  return static_cast<int64_t>(labels_.size()) - 1;
+}
+
+int64_t Session::sym(const std::string& name, Kind kind, int64_t value) { return intern(taint::sym(name, kind, value)); }
+int64_t Session::constant(int64_t value) { return intern(taint::constant(value)); }
+int64_t Session::unknown(int64_t value, const std::string& why) { return intern(taint::unknown(value, why)); }
+int64_t Session::binary(const std::string& op, int64_t a, int64_t b) { return intern(apply_binary(op, label(a), label(b))); }
+int64_t Session::unary(const std::string& op, int64_t a) { return intern(apply_unary(op, label(a))); }
+
+const ExprPtr& Session::label(int64_t id) const {
+  if (id < 0 || id >= static_cast<int64_t>(labels_.size()))
+    DOOLY_THROW(InputError, "pass label ids returned by this session", "label id {} does not exist (session holds {})", id,
+                labels_.size());
+  return labels_[static_cast<size_t>(id)];
+}
+
+json Session::describe(int64_t id) const {
+  const ExprPtr& e = label(id);
+  return json{{"v", e->value()}, {"k", std::string(to_string(e->kind()))}, {"e", e->text()}, {"f", value_form(e)->text()}};
+}
+
+Value Session::decode(const json& j, bool observed) {
+  Value v;
+  if (j.is_null()) return v;
+  if (j.is_boolean()) { v.type = Value::Type::boolean; v.boolean = j.get<bool>(); return v; }
+  if (j.is_number_integer()) return Value::make_int(taint::constant(j.get<int64_t>()));
+  if (j.is_number()) { v.type = Value::Type::real; v.real = j.get<double>(); return v; }
+  if (j.is_string()) { v.type = Value::Type::string; v.text = j.get<std::string>(); return v; }
+  if (j.is_array()) {
+    v.type = Value::Type::list;
+    for (const auto& item : j) v.items.push_back(decode(item, observed));
+    return v;
+  }
+  if (!j.is_object())
+    DOOLY_THROW(InputError, "encode values as documented in docs/dooly-tracing.md", "cannot decode value {}", j.dump());
+  if (j.contains("i")) {
+    const int64_t value = j.at("i").get<int64_t>();
+    if (j.contains("l") && !j.at("l").is_null()) {
+      ExprPtr l = label(j.at("l").get<int64_t>());
+      if (l->value() != value)
+        DOOLY_THROW(InputError, "the adapter must send the label that belongs to the integer",
+                    "integer {} carries label '{}' whose value is {}", value, l->text(), l->value());
+      return Value::make_int(l);
+    }
+    return Value::make_int(taint::constant(value));
+  }
+  if (j.contains("s")) {
+    const auto& sizes = j.at("s");
+    const json* ids = j.contains("t") ? &j.at("t") : nullptr;
+    std::vector<ExprPtr> dims;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      const int64_t size = sizes[d].get<int64_t>();
+      if (!observed && ids && d < ids->size() && !(*ids)[d].is_null()) {
+        ExprPtr l = label((*ids)[d].get<int64_t>());
+        if (l->value() == size) { dims.push_back(l); continue; }
+      }
+      if (!observed) ++counters_.unlabelled_inputs;
+      dims.push_back(taint::unknown(size, "UNLABELLED"));
+    }
+    v = Value::make_tensor(std::move(dims), j.value("d", ""));
+    return v;
+  }
+  if (j.contains("tuple")) {
+    v = decode(j.at("tuple"), observed);
+    v.text = "tuple";
+    return v;
+  }
+  if (j.contains("slice")) {
+    v.type = Value::Type::slice;
+    for (const auto& item : j.at("slice")) v.items.push_back(decode(item));
+    if (v.items.size() != 3) DOOLY_THROW(InputError, "send slices as [start, stop, step]", "slice with {} parts", v.items.size());
+    return v;
+  }
+  if (j.contains("ellipsis")) { v.type = Value::Type::ellipsis; return v; }
+  if (j.contains("other")) { v.type = Value::Type::other; v.text = j.at("other").get<std::string>(); return v; }
+  DOOLY_THROW(InputError, "encode values as documented in docs/dooly-tracing.md", "cannot decode value {}", j.dump());
+}
+
+json Session::encode(const Value& v) {
+  if (v.is_tensor()) {
+    json ids = json::array();
+    for (const auto& d : v.dims) ids.push_back(intern(d));
+    return json{{"t", ids}};
+  }
+  if (v.is_int()) return json{{"i", v.int_value()}, {"l", intern(v.label)}};
+  return nullptr;
+}
+
+json Session::propagate(const json& call) {
+  OpCall c;
+  c.op = normalize_op_name(call.at("op").get<std::string>());
+  if (call.contains("args"))
+    for (const auto& a : call.at("args")) c.args.push_back(decode(a));
+  if (call.contains("kwargs"))
+    for (const auto& [k, a] : call.at("kwargs").items()) c.kwargs.emplace_back(k, decode(a));
+  if (call.contains("outputs"))
+    for (const auto& o : call.at("outputs")) {
+      c.outputs.push_back(decode(o, /*observed=*/true));
+    }
+  OpResult r = taint::propagate(rules_, c);
+  ++counters_.ops;
+  counters_.fallback_ops += r.coverage == Coverage::fallback;
+  counters_.unknown_dims += r.unknown_dims;
+  counters_.ambiguous += r.ambiguous;
+  counters_.conflicts += r.conflicts;
+  json outs = json::array();
+  for (const auto& o : r.outputs) outs.push_back(encode(o));
+  return json{{"op", c.op},
+              {"outputs", outs},
+              {"rule", r.rule_class},
+              {"coverage", r.coverage == Coverage::rule ? "rule" : "fallback"},
+              {"notes", r.notes},
+              {"unknown_dims", r.unknown_dims},
+              {"ambiguous", r.ambiguous},
+              {"conflicts", r.conflicts}};
+}
+
+}  // namespace dooly::taint
