@@ -1,0 +1,114 @@
+#pragma once
+// The rows of the store as plain structs. Units are in the field names; ids are the tables' row ids.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dooly::store {
+
+enum class SignatureKind { op, module };
+// Which kind of engine step a signature was traced in (a mixed step batches decodes with a prefill chunk).
+enum class Phase { prefill, decode, mixed };
+
+std::string_view to_string(SignatureKind kind) noexcept;
+std::string_view to_string(Phase phase) noexcept;
+std::optional<SignatureKind> parse_signature_kind(std::string_view text) noexcept;
+std::optional<Phase> parse_phase(std::string_view text) noexcept;
+
+struct Signature {
+  int64_t id = 0;
+  std::string hash;            // lowercase hex (SHA-256 of canonical_json, computed by dooly::signature)
+  std::string name;            // op or module name
+  SignatureKind kind = SignatureKind::op;
+  std::string canonical_json;  // the exact bytes that were hashed
+  std::string metadata_json;   // not hashed: kernel symbols etc., as first stored
+  int64_t created_at_unix_s = 0;
+};
+
+struct SignatureUpsert {
+  int64_t id = 0;
+  bool inserted = false;  // false: the hash was already stored (with the same canonical_json)
+};
+
+struct Model {
+  int64_t id = 0;
+  std::string name;          // e.g. "llama-3.1-8b"
+  std::string family;        // e.g. "llama"
+  std::string architecture;  // e.g. "LlamaForCausalLM"
+  std::string config_hash;   // hash of the model config file; a changed config is a new model row
+};
+
+// A profiling context: where and how signatures were traced or measured. Every field is part of its identity
+// (extra_json after normalization: keys sorted, no whitespace). Empty text / 0 means "not recorded".
+struct Provenance {
+  int64_t id = 0;
+  std::string gpu_name;           // "NVIDIA H200", or "cpu" for a trace taken on a CPU
+  std::string driver_version;     // "580.159.04"
+  std::string cuda_version;       // "13.0"
+  std::string engine;             // "hf-transformers"
+  std::string engine_version;     // "5.17.0"
+  std::string attention_backend;  // "paged|sdpa"
+  std::string dtype;              // "bfloat16"
+  std::string kv_cache_dtype;     // "bfloat16"
+  int64_t block_size = 0;         // KV-cache block size in tokens
+  int64_t tp = 1;                 // tensor-parallel degree
+  std::string extra_json = "{}";  // a JSON object, e.g. {"sdpa_kernel":"flash"}
+};
+
+// One model's use of one signature under one provenance: `count` occurrences per engine step of `phase`.
+struct Occurrence {
+  int64_t signature_id = 0;
+  Phase phase = Phase::prefill;
+  int64_t count = 0;
+};
+
+struct SignatureUse {
+  Signature signature;
+  Phase phase = Phase::prefill;
+  int64_t count = 0;
+};
+
+struct ModelUse {
+  Model model;
+  int64_t provenance_id = 0;
+  Phase phase = Phase::prefill;
+  int64_t count = 0;
+};
+
+// One sweep point of one signature under one provenance. Size fields that are not part of the point are 0.
+struct Measurement {
+  int64_t id = 0;  // set by the store
+  int64_t signature_id = 0;
+  int64_t provenance_id = 0;
+  int64_t num_tokens = 0;
+  int64_t num_requests = 0;
+  int64_t prefill_chunk = 0;
+  int64_t kv_length = 0;
+  int64_t batch = 0;
+  bool is_prefill = false;
+  int64_t repetitions = 1;  // calls the statistics are over
+  double latency_mean_s = 0;
+  double latency_median_s = 0;
+  double latency_min_s = 0;
+  double latency_max_s = 0;
+  double latency_std_s = 0;
+  std::optional<double> energy_j;      // per call; absent when no power source was available
+  std::optional<double> energy_std_j;
+  std::optional<double> avg_power_w;
+  int64_t measured_at_unix_s = 0;      // 0 on insert: now
+  std::string extra_json = "{}";       // a JSON object
+};
+
+// Row counts, all taken from one snapshot of the file.
+struct Summary {
+  int schema_version = 0;
+  int64_t signatures = 0;
+  int64_t models = 0;
+  int64_t provenances = 0;
+  int64_t occurrence_rows = 0;   // rows of model_signatures
+  int64_t occurrences = 0;       // sum of their counts
+  int64_t measurements = 0;
+};
+
+}  // namespace dooly::store

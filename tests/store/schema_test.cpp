@@ -1,0 +1,350 @@
+// Schema versions: a new file, migration from v1, files from the future, foreign and broken files.
+#include <sqlite3.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "dooly/store/schema.hpp"
+#include "dooly/store/store.hpp"
+#include "temp_dir.hpp"
+
+namespace dooly::store {
+namespace {
+
+using testing::TempDir;
+using namespace std::chrono_literals;
+
+// The v1 layout exactly as dooly released it, frozen here on purpose: the migration under test must upgrade
+// files written by that release, whatever happens to the code later.
+constexpr std::string_view frozen_v1_ddl = R"sql(
+PRAGMA application_id = 1685024620;
+CREATE TABLE signatures (
+  id                INTEGER PRIMARY KEY,
+  hash              TEXT    NOT NULL UNIQUE,
+  name              TEXT    NOT NULL,
+  kind              TEXT    NOT NULL CHECK (kind IN ('op', 'module')),
+  canonical_json    TEXT    NOT NULL,
+  metadata_json     TEXT    NOT NULL DEFAULT '{}',
+  created_at_unix_s INTEGER NOT NULL
+) STRICT;
+CREATE TABLE models (
+  id           INTEGER PRIMARY KEY,
+  name         TEXT NOT NULL,
+  family       TEXT NOT NULL DEFAULT '',
+  architecture TEXT NOT NULL DEFAULT '',
+  config_hash  TEXT NOT NULL,
+  UNIQUE (name, config_hash)
+) STRICT;
+CREATE TABLE provenance (
+  id                INTEGER PRIMARY KEY,
+  gpu_name          TEXT    NOT NULL,
+  driver_version    TEXT    NOT NULL,
+  cuda_version      TEXT    NOT NULL,
+  engine            TEXT    NOT NULL,
+  attention_backend TEXT    NOT NULL,
+  dtype             TEXT    NOT NULL,
+  tp                INTEGER NOT NULL CHECK (tp >= 1),
+  extra_json        TEXT    NOT NULL DEFAULT '{}',
+  UNIQUE (gpu_name, driver_version, cuda_version, engine, attention_backend, dtype, tp, extra_json)
+) STRICT;
+CREATE TABLE model_signatures (
+  model_id      INTEGER NOT NULL REFERENCES models (id),
+  provenance_id INTEGER NOT NULL REFERENCES provenance (id),
+  signature_id  INTEGER NOT NULL REFERENCES signatures (id),
+  phase         TEXT    NOT NULL CHECK (phase IN ('prefill', 'decode', 'mixed')),
+  count         INTEGER NOT NULL CHECK (count >= 1),
+  PRIMARY KEY (model_id, provenance_id, signature_id, phase)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX model_signatures_by_signature ON model_signatures (signature_id, provenance_id);
+CREATE TABLE measurements (
+  id                 INTEGER PRIMARY KEY,
+  signature_id       INTEGER NOT NULL REFERENCES signatures (id),
+  provenance_id      INTEGER NOT NULL REFERENCES provenance (id),
+  num_tokens         INTEGER NOT NULL CHECK (num_tokens >= 0),
+  num_requests       INTEGER NOT NULL CHECK (num_requests >= 0),
+  prefill_chunk      INTEGER NOT NULL CHECK (prefill_chunk >= 0),
+  kv_length          INTEGER NOT NULL CHECK (kv_length >= 0),
+  batch              INTEGER NOT NULL CHECK (batch >= 0),
+  is_prefill         INTEGER NOT NULL CHECK (is_prefill IN (0, 1)),
+  repetitions        INTEGER NOT NULL CHECK (repetitions >= 1),
+  latency_mean_s     REAL    NOT NULL,
+  latency_median_s   REAL    NOT NULL,
+  latency_min_s      REAL    NOT NULL,
+  latency_max_s      REAL    NOT NULL,
+  latency_std_s      REAL    NOT NULL,
+  energy_j           REAL,
+  energy_std_j       REAL,
+  avg_power_w        REAL,
+  measured_at_unix_s INTEGER NOT NULL,
+  extra_json         TEXT    NOT NULL DEFAULT '{}'
+) STRICT;
+CREATE INDEX measurements_by_signature ON measurements (signature_id, provenance_id);
+PRAGMA user_version = 1;
+)sql";
+
+// Rows a v1 release would have written (ids chosen non-contiguous so that a migration renumbering them fails).
+constexpr std::string_view v1_rows = R"sql(
+INSERT INTO signatures VALUES (7, 'aa11', 'aten::mm', 'op', '{"op":"aten::mm"}', '{"kernels":["k1"]}', 1700000000);
+INSERT INTO signatures VALUES (9, 'bb22', 'LlamaAttention', 'module', '{"module":"attn"}', '{}', 1700000001);
+INSERT INTO models VALUES (3, 'llama-3.1-8b', 'llama', 'LlamaForCausalLM', 'cfg1');
+INSERT INTO provenance VALUES (5, 'NVIDIA H200', '580.159.04', '13.0', 'hf-transformers', 'paged|sdpa',
+                               'bfloat16', 1, '{}');
+INSERT INTO provenance VALUES (6, 'cpu', '', '', 'hf-transformers', 'paged|eager', 'float32', 1, '{}');
+INSERT INTO model_signatures VALUES (3, 5, 7, 'prefill', 224), (3, 5, 9, 'decode', 32), (3, 6, 7, 'mixed', 224);
+INSERT INTO measurements VALUES (11, 7, 5, 512, 1, 0, 0, 0, 1, 10, 0.002, 0.0019, 0.0018, 0.0025, 0.0001,
+                                 1.25, 0.01, 625.0, 1700000100, '{}');
+)sql";
+
+std::string create_v1_file(const TempDir& dir) {
+  const std::string path = dir.file("v1.sqlite");
+  Database db(path, OpenMode::read_write, 1000ms);
+  db.execute("PRAGMA journal_mode = WAL");
+  db.execute(frozen_v1_ddl);
+  db.execute(v1_rows);
+  return path;
+}
+
+std::vector<std::string> schema_sql(const std::string& path) {
+  Database db(path, OpenMode::read_only, 1000ms);
+  Statement s = db.prepare("SELECT type || ' ' || name || ': ' || sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY name");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.column_text(0));
+  return out;
+}
+
+std::vector<std::string> columns(Database& db, std::string_view table) {
+  Statement s = db.prepare(fmt::format("SELECT name FROM pragma_table_info('{}') ORDER BY cid", table));
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.column_text(0));
+  return out;
+}
+
+void set_user_version(const std::string& path, int version) {
+  Database db(path, OpenMode::read_write, 1000ms);
+  db.execute(fmt::format("PRAGMA user_version = {}", version));
+}
+
+template <typename F>
+StoreError expect_store_error(F&& f) {
+  try {
+    f();
+  } catch (const StoreError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a StoreError";
+  return StoreError("", -1, "", "");
+}
+
+TEST(Schema, MigrationsAreNumberedInOrder) {
+  const auto all = migrations();
+  ASSERT_EQ(all.size(), 2u);
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].to_version, static_cast<int>(i + 1));
+  EXPECT_EQ(current_schema_version(), 2);
+}
+
+TEST(Schema, NewFileIsCurrentWalAndMarked) {
+  TempDir dir;
+  const std::string path = dir.file("new.sqlite");
+  {
+    Store store = Store::open(path);
+    EXPECT_EQ(store.schema_version_at_open(), 0);
+    Database& db = store.database();
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 2);
+    EXPECT_EQ(db.query_int64("PRAGMA application_id"), application_id);
+    EXPECT_EQ(db.query_text("PRAGMA journal_mode"), "wal");
+    EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
+    EXPECT_EQ(columns(db, "provenance"),
+              (std::vector<std::string>{"id", "gpu_name", "driver_version", "cuda_version", "engine", "engine_version",
+                                        "attention_backend", "dtype", "kv_cache_dtype", "block_size", "tp",
+                                        "extra_json"}));
+  }
+  Store again = Store::open(path);  // reopening a current file changes nothing
+  EXPECT_EQ(again.schema_version_at_open(), 2);
+}
+
+TEST(Schema, MigratesV1KeepingEveryRow) {
+  TempDir dir;
+  const std::string path = create_v1_file(dir);
+  {
+    Store store = Store::open(path);
+    EXPECT_EQ(store.schema_version_at_open(), 1);
+    Database& db = store.database();
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 2);
+    EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
+    EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+
+    // Old rows, same ids, the new provenance columns "not recorded".
+    const auto provenances = store.provenances();
+    ASSERT_EQ(provenances.size(), 2u);
+    EXPECT_EQ(provenances[0].id, 5);
+    EXPECT_EQ(provenances[0].gpu_name, "NVIDIA H200");
+    EXPECT_EQ(provenances[0].driver_version, "580.159.04");
+    EXPECT_EQ(provenances[0].attention_backend, "paged|sdpa");
+    EXPECT_EQ(provenances[0].engine_version, "");
+    EXPECT_EQ(provenances[0].kv_cache_dtype, "");
+    EXPECT_EQ(provenances[0].block_size, 0);
+    EXPECT_EQ(provenances[1].id, 6);
+    EXPECT_EQ(provenances[1].dtype, "float32");
+
+    const auto sig = store.find_signature("aa11");
+    ASSERT_TRUE(sig);
+    EXPECT_EQ(sig->id, 7);
+    EXPECT_EQ(sig->metadata_json, R"({"kernels":["k1"]})");
+    EXPECT_EQ(sig->created_at_unix_s, 1700000000);
+
+    const auto uses = store.signatures_of_model(3, 5);
+    ASSERT_EQ(uses.size(), 2u);
+    EXPECT_EQ(uses[0].signature.hash, "aa11");
+    EXPECT_EQ(uses[0].phase, Phase::prefill);
+    EXPECT_EQ(uses[0].count, 224);
+    EXPECT_EQ(uses[1].signature.kind, SignatureKind::module);
+    EXPECT_EQ(uses[1].count, 32);
+    EXPECT_EQ(store.models_using(7).size(), 2u);  // under both provenances
+
+    const auto measured = store.measurements_for(7, 5);
+    ASSERT_EQ(measured.size(), 1u);
+    EXPECT_EQ(measured[0].id, 11);
+    EXPECT_EQ(measured[0].num_tokens, 512);
+    EXPECT_EQ(measured[0].energy_j, 1.25);
+    EXPECT_EQ(measured[0].avg_power_w, 625.0);
+
+    // The v2 identity: same old fields, now told apart by the KV-cache dtype.
+    Provenance p = provenances[0];
+    p.id = 0;
+    EXPECT_EQ(store.upsert_provenance(p), 5);
+    p.kv_cache_dtype = "float8_e4m3fn";
+    p.block_size = 256;
+    p.engine_version = "5.17.0";
+    const int64_t fp8 = store.upsert_provenance(p);
+    EXPECT_NE(fp8, 5);
+    EXPECT_EQ(store.provenances().back().kv_cache_dtype, "float8_e4m3fn");
+
+    // Foreign keys still point at the rebuilt table.
+    EXPECT_THROW(store.add_occurrences(3, 99, 7, Phase::decode, 1), StoreError);
+    store.add_occurrences(3, fp8, 7, Phase::decode, 1);
+  }
+  // A migrated file and a new one have the same schema.
+  Store::open(dir.file("fresh.sqlite"));
+  EXPECT_EQ(schema_sql(path), schema_sql(dir.file("fresh.sqlite")));
+}
+
+TEST(Schema, ReadOnlyOpenOfAnOlderFileAsksForAReadWriteOpen) {
+  TempDir dir;
+  const std::string path = create_v1_file(dir);
+  const StoreError e = expect_store_error([&] { Store::open(path, Store::Mode::read_only); });
+  EXPECT_NE(std::string(e.what()).find("schema version 1 is older than this dooly's schema version 2"), std::string::npos)
+      << e.what();
+  EXPECT_NE(e.fix().find("read-write"), std::string::npos) << e.fix();
+  Database db(path, OpenMode::read_only, 1000ms);
+  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 1);  // untouched
+}
+
+TEST(Schema, FileFromTheFutureIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("future.sqlite");
+  Store::open(path);
+  set_user_version(path, 3);
+  for (Store::Mode mode : {Store::Mode::read_write, Store::Mode::read_only}) {
+    const StoreError e = expect_store_error([&] { Store::open(path, mode); });
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("store {}: schema version 3 is newer than this dooly understands (schema version 2) — "
+                          "upgrade dooly to a release that writes this schema version; never downgrade a store in place",
+                          path));
+  }
+  Database db(path, OpenMode::read_only, 1000ms);
+  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
+}
+
+TEST(Schema, ForeignSqliteFileIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("other.sqlite");
+  {
+    Database db(path, OpenMode::read_write, 1000ms);
+    db.execute("CREATE TABLE people (name TEXT)");
+  }
+  const StoreError e = expect_store_error([&] { Store::open(path); });
+  EXPECT_NE(std::string(e.what()).find("not a dooly store (application_id 0, user_version 0)"), std::string::npos)
+      << e.what();
+  EXPECT_NE(e.fix().find("another program"), std::string::npos);
+  Database db(path, OpenMode::read_only, 1000ms);
+  EXPECT_EQ(db.query_int64("SELECT count(*) FROM sqlite_schema"), 1);  // nothing added to it
+}
+
+TEST(Schema, UnwritablePathSaysWhatToCheck) {
+  const std::string path = "/nonexistent-dooly-dir/sub/store.sqlite";
+  const StoreError e = expect_store_error([&] { Store::open(path); });
+  EXPECT_EQ(e.sqlite_code(), SQLITE_CANTOPEN);
+  EXPECT_EQ(e.path(), path);
+  EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+  EXPECT_NE(e.fix().find("directory exists and is writable"), std::string::npos) << e.fix();
+}
+
+TEST(Schema, DirectoryInsteadOfFile) {
+  TempDir dir;
+  const StoreError e = expect_store_error([&] { Store::open(dir.path().string()); });
+  EXPECT_EQ(e.sqlite_code() & 0xff, SQLITE_CANTOPEN) << e.what();
+}
+
+TEST(Schema, ReadOnlyOpenNeverCreatesAFile) {
+  TempDir dir;
+  const std::string path = dir.file("absent.sqlite");
+  const StoreError e = expect_store_error([&] { Store::open(path, Store::Mode::read_only); });
+  EXPECT_EQ(e.sqlite_code(), SQLITE_CANTOPEN);
+  EXPECT_NE(e.fix().find("read-only never creates it"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(Schema, ReadOnlyOpenOfAnEmptyFile) {
+  TempDir dir;
+  const std::string path = dir.file("empty.sqlite");
+  std::ofstream(path).close();
+  const StoreError e = expect_store_error([&] { Store::open(path, Store::Mode::read_only); });
+  EXPECT_NE(std::string(e.what()).find("the store is empty"), std::string::npos) << e.what();
+  EXPECT_NE(e.fix().find("read-write"), std::string::npos);
+}
+
+TEST(Schema, CorruptFileIsNotADatabase) {
+  TempDir dir;
+  const std::string path = dir.file("corrupt.sqlite");
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 512; ++i) out << "this is not sqlite ";
+  }
+  for (Store::Mode mode : {Store::Mode::read_write, Store::Mode::read_only}) {
+    const StoreError e = expect_store_error([&] { Store::open(path, mode); });
+    EXPECT_EQ(e.sqlite_code(), SQLITE_NOTADB) << e.what();
+    EXPECT_NE(std::string(e.what()).find("file is not a database"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+    EXPECT_NE(e.fix().find("move this file away"), std::string::npos);
+  }
+}
+
+TEST(Schema, DamagedPageIsReportedAsCorrupt) {
+  TempDir dir;
+  const std::string path = dir.file("damaged.sqlite");
+  {
+    Store store = Store::open(path);
+    store.database().execute("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE");
+  }
+  {
+    // Overwrite the header of every page after the first (which holds sqlite_schema): every table and index.
+    const auto size = std::filesystem::file_size(path);
+    ASSERT_GT(size, 4096u * 4);
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    const std::string junk(64, '\xEE');
+    for (std::uintmax_t page = 4096; page < size; page += 4096) {
+      f.seekp(static_cast<std::streamoff>(page));
+      f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+    }
+  }
+  const StoreError e = expect_store_error([&] {
+    Store store = Store::open(path);
+    store.summary();
+  });
+  EXPECT_EQ(e.sqlite_code() & 0xff, SQLITE_CORRUPT) << e.what();
+  EXPECT_NE(e.fix().find(".recover"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dooly::store

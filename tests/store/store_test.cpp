@@ -1,0 +1,458 @@
+// Round trips of every table and the queries part 2 and the CLI rely on.
+#include <sqlite3.h>
+
+#include <gtest/gtest.h>
+
+#include "dooly/common/clock.hpp"
+#include "dooly/store/store.hpp"
+#include "temp_dir.hpp"
+
+namespace dooly::store {
+namespace {
+
+using testing::TempDir;
+
+std::string hex(int n) { return fmt::format("{:064x}", n); }
+
+Provenance h200() {
+  Provenance p;
+  p.gpu_name = "NVIDIA H200";
+  p.driver_version = "580.159.04";
+  p.cuda_version = "13.0";
+  p.engine = "hf-transformers";
+  p.engine_version = "5.17.0";
+  p.attention_backend = "paged|sdpa";
+  p.dtype = "bfloat16";
+  p.kv_cache_dtype = "bfloat16";
+  p.block_size = 256;
+  p.tp = 1;
+  p.extra_json = R"({"sdpa_kernel": "flash", "allow_tf32": false})";
+  return p;
+}
+
+Measurement point(int64_t signature_id, int64_t provenance_id, int64_t tokens) {
+  Measurement m;
+  m.signature_id = signature_id;
+  m.provenance_id = provenance_id;
+  m.num_tokens = tokens;
+  m.num_requests = 2;
+  m.prefill_chunk = 128;
+  m.kv_length = 4096;
+  m.batch = 3;
+  m.is_prefill = true;
+  m.repetitions = 10;
+  m.latency_mean_s = 2.5e-4;
+  m.latency_median_s = 2.4e-4;
+  m.latency_min_s = 2.0e-4;
+  m.latency_max_s = 3.5e-4;
+  m.latency_std_s = 1.0e-5;
+  m.energy_j = 0.175;
+  m.energy_std_j = 0.002;
+  m.avg_power_w = 700.0;
+  m.measured_at_unix_s = 1'790'000'000;
+  m.extra_json = R"({"graph": true})";
+  return m;
+}
+
+template <typename F>
+std::string error_text(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  StoreTest() : store(Store::open(dir.file("dooly.sqlite"))) {}
+  TempDir dir;
+  Store store;
+};
+
+// ------------------------------------------------------------------------------------------------ signatures
+
+TEST_F(StoreTest, SignatureRoundTrip) {
+  const int64_t before = wall_now_us() / 1'000'000;
+  const SignatureUpsert up = store.upsert_signature(hex(1), "aten::linear", SignatureKind::op,
+                                                    R"({"op":"aten::linear","w":[4096,4096]})", R"({"kernels":["sm90_gemm"]})");
+  EXPECT_TRUE(up.inserted);
+  EXPECT_GT(up.id, 0);
+  const auto s = store.find_signature(hex(1));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->id, up.id);
+  EXPECT_EQ(s->hash, hex(1));
+  EXPECT_EQ(s->name, "aten::linear");
+  EXPECT_EQ(s->kind, SignatureKind::op);
+  EXPECT_EQ(s->canonical_json, R"({"op":"aten::linear","w":[4096,4096]})");  // byte for byte
+  EXPECT_EQ(s->metadata_json, R"({"kernels":["sm90_gemm"]})");
+  EXPECT_GE(s->created_at_unix_s, before);
+  EXPECT_LE(s->created_at_unix_s, wall_now_us() / 1'000'000);
+  EXPECT_FALSE(store.find_signature(hex(2)));
+
+  const auto module = store.upsert_signature(hex(2), "LlamaDecoderLayer", SignatureKind::module, "{}");
+  EXPECT_EQ(store.find_signature(hex(2))->kind, SignatureKind::module);
+  EXPECT_EQ(store.find_signature(hex(2))->metadata_json, "{}");
+  EXPECT_NE(module.id, up.id);
+}
+
+TEST_F(StoreTest, DuplicateHashIsNotInsertedAndKeepsFirstMetadata) {
+  const auto first = store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})", R"({"kernels":["k_128"]})");
+  const auto again = store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})", R"({"kernels":["k_256"]})");
+  EXPECT_FALSE(again.inserted);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_EQ(store.find_signature(hex(1))->metadata_json, R"({"kernels":["k_128"]})");
+  EXPECT_EQ(store.summary().signatures, 1);
+}
+
+TEST_F(StoreTest, SameHashDifferentCanonicalFormIsACollision) {
+  store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})");
+  try {
+    store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":2})");
+    FAIL() << "a collision must throw";
+  } catch (const ConflictError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(fmt::format("signature {} (aten::mm) is already stored with a different canonical form: "
+                                    "stored '{{\"a\":1}}', new '{{\"a\":2}}'",
+                                    hex(1))),
+              std::string::npos)
+        << what;
+    EXPECT_NE(e.fix().find("serializer"), std::string::npos);
+  }
+  EXPECT_EQ(store.find_signature(hex(1))->canonical_json, R"({"a":1})");
+}
+
+TEST_F(StoreTest, SignatureArgumentsAreChecked) {
+  EXPECT_EQ(error_text([&] { store.upsert_signature("ABCD", "x", SignatureKind::op, "{}"); }),
+            "signature hash 'ABCD' is not lowercase hex — pass the signature's digest as lowercase hexadecimal");
+  EXPECT_THROW(store.upsert_signature("", "x", SignatureKind::op, "{}"), InputError);
+  EXPECT_THROW(store.upsert_signature(hex(1), "", SignatureKind::op, "{}"), InputError);
+  EXPECT_THROW(store.upsert_signature(hex(1), "x", SignatureKind::op, "{not json"), InputError);
+  EXPECT_THROW(store.upsert_signature(hex(1), "x", SignatureKind::op, "{}", "[1,"), InputError);
+  EXPECT_EQ(store.summary().signatures, 0);
+}
+
+// ------------------------------------------------------------------------------------------ models, provenance
+
+TEST_F(StoreTest, ModelRoundTripAndIdentity) {
+  const int64_t id = store.upsert_model({0, "llama-3.1-8b", "llama", "LlamaForCausalLM", "cfg-a"});
+  EXPECT_EQ(store.upsert_model({0, "llama-3.1-8b", "llama", "LlamaForCausalLM", "cfg-a"}), id);
+  const int64_t changed_config = store.upsert_model({0, "llama-3.1-8b", "llama", "LlamaForCausalLM", "cfg-b"});
+  EXPECT_NE(changed_config, id);
+  const auto found = store.find_model("llama-3.1-8b", "cfg-a");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, id);
+  EXPECT_EQ(found->family, "llama");
+  EXPECT_EQ(found->architecture, "LlamaForCausalLM");
+  EXPECT_EQ(found->config_hash, "cfg-a");
+  EXPECT_FALSE(store.find_model("llama-3.1-8b", "cfg-c"));
+  ASSERT_EQ(store.models().size(), 2u);
+  EXPECT_EQ(store.models()[1].config_hash, "cfg-b");
+
+  EXPECT_THROW(store.upsert_model({0, "llama-3.1-8b", "mistral", "LlamaForCausalLM", "cfg-a"}), ConflictError);
+  EXPECT_THROW(store.upsert_model({0, "", "llama", "", "cfg"}), InputError);
+  EXPECT_THROW(store.upsert_model({0, "m", "llama", "", ""}), InputError);
+  EXPECT_EQ(store.summary().models, 2);
+}
+
+TEST_F(StoreTest, ProvenanceRoundTripAndIdentity) {
+  const int64_t id = store.upsert_provenance(h200());
+  const auto all = store.provenances();
+  ASSERT_EQ(all.size(), 1u);
+  Provenance expected = h200();
+  const Provenance& p = all[0];
+  EXPECT_EQ(p.id, id);
+  EXPECT_EQ(p.gpu_name, expected.gpu_name);
+  EXPECT_EQ(p.driver_version, expected.driver_version);
+  EXPECT_EQ(p.cuda_version, expected.cuda_version);
+  EXPECT_EQ(p.engine, expected.engine);
+  EXPECT_EQ(p.engine_version, expected.engine_version);
+  EXPECT_EQ(p.attention_backend, expected.attention_backend);
+  EXPECT_EQ(p.dtype, expected.dtype);
+  EXPECT_EQ(p.kv_cache_dtype, expected.kv_cache_dtype);
+  EXPECT_EQ(p.block_size, 256);
+  EXPECT_EQ(p.tp, 1);
+  EXPECT_EQ(p.extra_json, R"({"allow_tf32":false,"sdpa_kernel":"flash"})");  // normalized
+
+  // The same context written differently is the same row; any identifying field makes a new one.
+  expected.extra_json = R"({ "allow_tf32" : false, "sdpa_kernel" : "flash" })";
+  EXPECT_EQ(store.upsert_provenance(expected), id);
+  for (auto change : std::vector<void (*)(Provenance&)>{
+           [](Provenance& q) { q.kv_cache_dtype = "float8_e4m3fn"; },
+           [](Provenance& q) { q.block_size = 128; },
+           [](Provenance& q) { q.engine_version = "5.18.0"; },
+           [](Provenance& q) { q.tp = 2; },
+           [](Provenance& q) { q.extra_json = R"({"sdpa_kernel":"cudnn"})"; },
+       }) {
+    Provenance q = h200();
+    change(q);
+    EXPECT_NE(store.upsert_provenance(q), id);
+  }
+  EXPECT_EQ(store.summary().provenances, 6);
+
+  Provenance bad = h200();
+  bad.tp = 0;
+  EXPECT_THROW(store.upsert_provenance(bad), InputError);
+  bad = h200();
+  bad.extra_json = "[1]";
+  EXPECT_EQ(error_text([&] { store.upsert_provenance(bad); }),
+            "provenance extra_json must be a JSON object, got '[1]' — pass a JSON object such as {}");
+}
+
+// ------------------------------------------------------------------------------------------------ occurrences
+
+class OccurrenceTest : public StoreTest {
+ protected:
+  OccurrenceTest() {
+    llama = store.upsert_model({0, "llama", "llama", "LlamaForCausalLM", "c1"});
+    qwen = store.upsert_model({0, "qwen", "qwen2", "Qwen2ForCausalLM", "c2"});
+    gpu = store.upsert_provenance(h200());
+    Provenance cpu_trace;
+    cpu_trace.gpu_name = "cpu";
+    cpu_trace.engine = "hf-transformers";
+    cpu = store.upsert_provenance(cpu_trace);
+    for (int i = 1; i <= 4; ++i)
+      sig.push_back(store.upsert_signature(hex(i), fmt::format("op{}", i), SignatureKind::op, "{}").id);
+  }
+  int64_t llama = 0, qwen = 0, gpu = 0, cpu = 0;
+  std::vector<int64_t> sig;
+};
+
+TEST_F(OccurrenceTest, RoundTripBothDirections) {
+  store.add_occurrences(llama, gpu, sig[0], Phase::prefill, 224);
+  store.add_occurrences(llama, gpu, sig[0], Phase::decode, 224);
+  store.add_occurrences(llama, gpu, sig[1], Phase::mixed, 32);
+  store.add_occurrences(qwen, gpu, sig[0], Phase::prefill, 196);
+
+  const auto uses = store.signatures_of_model(llama, gpu);
+  ASSERT_EQ(uses.size(), 3u);
+  EXPECT_EQ(uses[0].signature.id, sig[0]);
+  EXPECT_EQ(uses[0].phase, Phase::decode);  // ordered by signature, then phase text
+  EXPECT_EQ(uses[0].count, 224);
+  EXPECT_EQ(uses[1].phase, Phase::prefill);
+  EXPECT_EQ(uses[2].signature.name, "op2");
+  EXPECT_EQ(uses[2].phase, Phase::mixed);
+  EXPECT_EQ(uses[2].count, 32);
+  EXPECT_TRUE(store.signatures_of_model(llama, cpu).empty());
+
+  const auto users = store.models_using(sig[0]);
+  ASSERT_EQ(users.size(), 3u);
+  EXPECT_EQ(users[0].model.name, "llama");
+  EXPECT_EQ(users[0].provenance_id, gpu);
+  EXPECT_EQ(users[2].model.name, "qwen");
+  EXPECT_EQ(users[2].model.architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(users[2].count, 196);
+  EXPECT_TRUE(store.models_using(sig[3]).empty());
+
+  const Summary s = store.summary();
+  EXPECT_EQ(s.occurrence_rows, 4);
+  EXPECT_EQ(s.occurrences, 224 + 224 + 32 + 196);
+}
+
+TEST_F(OccurrenceTest, AddReplacesTheCountOfARerun) {
+  store.add_occurrences(llama, gpu, sig[0], Phase::prefill, 224);
+  store.add_occurrences(llama, gpu, sig[0], Phase::prefill, 100);
+  const auto uses = store.signatures_of_model(llama, gpu);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].count, 100);
+}
+
+TEST_F(OccurrenceTest, ReplaceDropsWhatARerunNoLongerSees) {
+  store.add_occurrences(llama, gpu, sig[0], Phase::prefill, 1);
+  store.add_occurrences(llama, gpu, sig[1], Phase::prefill, 2);
+  store.add_occurrences(qwen, gpu, sig[1], Phase::prefill, 5);
+  const std::vector<Occurrence> rerun{{sig[1], Phase::prefill, 3}, {sig[2], Phase::decode, 4}};
+  store.replace_occurrences(llama, gpu, rerun);
+  const auto uses = store.signatures_of_model(llama, gpu);
+  ASSERT_EQ(uses.size(), 2u);
+  EXPECT_EQ(uses[0].signature.id, sig[1]);
+  EXPECT_EQ(uses[0].count, 3);
+  EXPECT_EQ(uses[1].signature.id, sig[2]);
+  EXPECT_EQ(uses[1].count, 4);
+  EXPECT_EQ(store.signatures_of_model(qwen, gpu).at(0).count, 5);  // other models untouched
+
+  const std::vector<Occurrence> twice{{sig[0], Phase::prefill, 1}, {sig[0], Phase::prefill, 2}};
+  EXPECT_THROW(store.replace_occurrences(llama, gpu, twice), InputError);
+  const std::vector<Occurrence> dangling{{sig[0], Phase::prefill, 1}, {9999, Phase::prefill, 2}};
+  EXPECT_THROW(store.replace_occurrences(llama, gpu, dangling), StoreError);
+  EXPECT_EQ(store.signatures_of_model(llama, gpu).size(), 2u);  // a failed replace changes nothing
+}
+
+TEST_F(OccurrenceTest, ReferencesAndCountsAreChecked) {
+  try {
+    store.add_occurrences(llama, gpu, 9999, Phase::prefill, 1);
+    FAIL();
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.sqlite_code(), SQLITE_CONSTRAINT_FOREIGNKEY) << e.what();
+  }
+  EXPECT_THROW(store.add_occurrences(llama, gpu, sig[0], Phase::prefill, 0), InputError);
+  EXPECT_THROW(store.add_occurrences(0, gpu, sig[0], Phase::prefill, 1), InputError);
+}
+
+// ----------------------------------------------------------------------------------------------- measurements
+
+TEST_F(OccurrenceTest, MeasurementRoundTrip) {
+  const Measurement in = point(sig[0], gpu, 512);
+  const int64_t id = store.insert_measurement(in);
+  Measurement no_energy = point(sig[0], gpu, 1024);
+  no_energy.energy_j.reset();
+  no_energy.energy_std_j.reset();
+  no_energy.avg_power_w.reset();
+  no_energy.measured_at_unix_s = 0;
+  no_energy.is_prefill = false;
+  const int64_t before = wall_now_us() / 1'000'000;
+  store.insert_measurement(no_energy);
+  store.insert_measurement(point(sig[0], cpu, 512));
+  store.insert_measurement(point(sig[1], gpu, 512));
+
+  const auto rows = store.measurements_for(sig[0], gpu);
+  ASSERT_EQ(rows.size(), 2u);
+  const Measurement& m = rows[0];
+  EXPECT_EQ(m.id, id);
+  EXPECT_EQ(m.signature_id, sig[0]);
+  EXPECT_EQ(m.provenance_id, gpu);
+  EXPECT_EQ(m.num_tokens, 512);
+  EXPECT_EQ(m.num_requests, 2);
+  EXPECT_EQ(m.prefill_chunk, 128);
+  EXPECT_EQ(m.kv_length, 4096);
+  EXPECT_EQ(m.batch, 3);
+  EXPECT_TRUE(m.is_prefill);
+  EXPECT_EQ(m.repetitions, 10);
+  EXPECT_EQ(m.latency_mean_s, 2.5e-4);  // REAL columns keep doubles exactly
+  EXPECT_EQ(m.latency_median_s, 2.4e-4);
+  EXPECT_EQ(m.latency_min_s, 2.0e-4);
+  EXPECT_EQ(m.latency_max_s, 3.5e-4);
+  EXPECT_EQ(m.latency_std_s, 1.0e-5);
+  EXPECT_EQ(m.energy_j, 0.175);
+  EXPECT_EQ(m.energy_std_j, 0.002);
+  EXPECT_EQ(m.avg_power_w, 700.0);
+  EXPECT_EQ(m.measured_at_unix_s, 1'790'000'000);
+  EXPECT_EQ(m.extra_json, R"({"graph":true})");
+
+  const Measurement& n = rows[1];
+  EXPECT_EQ(n.num_tokens, 1024);
+  EXPECT_FALSE(n.is_prefill);
+  EXPECT_FALSE(n.energy_j);
+  EXPECT_FALSE(n.energy_std_j);
+  EXPECT_FALSE(n.avg_power_w);
+  EXPECT_GE(n.measured_at_unix_s, before);
+  EXPECT_LE(n.measured_at_unix_s, wall_now_us() / 1'000'000);
+
+  EXPECT_EQ(store.measurements_for(sig[0], cpu).size(), 1u);
+  EXPECT_TRUE(store.measurements_for(sig[2], gpu).empty());
+  EXPECT_EQ(store.summary().measurements, 4);
+}
+
+TEST_F(OccurrenceTest, MeasurementArgumentsAreChecked) {
+  Measurement m = point(sig[0], gpu, 1);
+  m.latency_min_s = 1.0;  // above the mean
+  EXPECT_EQ(error_text([&] { store.insert_measurement(m); }),
+            "latency statistics out of order: min 1 mean 0.00025 median 0.00024 max 0.00035 — min <= mean, median <= "
+            "max must hold: check which statistic went where");
+  m = point(sig[0], gpu, 1);
+  m.latency_std_s = std::nan("");
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = point(sig[0], gpu, 1);
+  m.energy_j = -1;
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = point(sig[0], gpu, 1);
+  m.repetitions = 0;
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = point(sig[0], gpu, -1);
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = point(sig[0], gpu, 1);
+  m.extra_json = "nope";
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = point(9999, gpu, 1);
+  EXPECT_THROW(store.insert_measurement(m), StoreError);
+  EXPECT_EQ(store.summary().measurements, 0);
+}
+
+// --------------------------------------------------------------------------------------------- planning query
+
+TEST_F(OccurrenceTest, MissingSignaturesAreThoseNotYetMeasuredThere) {
+  store.add_occurrences(llama, gpu, sig[0], Phase::prefill, 1);
+  store.add_occurrences(llama, gpu, sig[1], Phase::prefill, 1);
+  store.add_occurrences(qwen, gpu, sig[1], Phase::decode, 1);
+  store.add_occurrences(qwen, gpu, sig[2], Phase::decode, 1);
+  // sig[3] occurs nowhere: nothing asks for it.
+  store.insert_measurement(point(sig[1], gpu, 8));
+  store.insert_measurement(point(sig[2], cpu, 8));  // measured, but elsewhere
+
+  auto ids = [](const std::vector<Signature>& v) {
+    std::vector<int64_t> out;
+    for (const auto& s : v) out.push_back(s.id);
+    return out;
+  };
+  EXPECT_EQ(ids(store.missing_signatures(gpu)), (std::vector<int64_t>{sig[0], sig[2]}));
+  EXPECT_TRUE(store.missing_signatures(cpu).empty());  // nothing was traced under cpu
+
+  // Traced on a CPU, measured on the GPU.
+  store.add_occurrences(llama, cpu, sig[2], Phase::prefill, 1);
+  store.add_occurrences(llama, cpu, sig[3], Phase::prefill, 1);
+  EXPECT_EQ(ids(store.missing_signatures(gpu, cpu)), (std::vector<int64_t>{sig[2], sig[3]}));
+  EXPECT_EQ(ids(store.missing_signatures(cpu, cpu)), (std::vector<int64_t>{sig[3]}));
+
+  store.insert_measurement(point(sig[0], gpu, 8));
+  store.insert_measurement(point(sig[2], gpu, 8));
+  EXPECT_TRUE(store.missing_signatures(gpu).empty());
+}
+
+// ------------------------------------------------------------------------------------ transactions, reopening
+
+TEST_F(OccurrenceTest, TransactionBatchesWritesAtomically) {
+  {
+    auto tx = store.transaction();
+    store.insert_measurement(point(sig[0], gpu, 1));
+    store.upsert_signature(hex(99), "late", SignatureKind::op, "{}");
+  }  // not committed
+  EXPECT_EQ(store.summary().measurements, 0);
+  EXPECT_FALSE(store.find_signature(hex(99)));
+  {
+    auto tx = store.transaction();
+    store.insert_measurement(point(sig[0], gpu, 1));
+    const auto up = store.upsert_signature(hex(99), "late", SignatureKind::op, "{}");  // nested: a savepoint
+    EXPECT_TRUE(up.inserted);
+    tx.commit();
+  }
+  EXPECT_EQ(store.summary().measurements, 1);
+  EXPECT_TRUE(store.find_signature(hex(99)));
+}
+
+TEST_F(OccurrenceTest, DataSurvivesReopeningAndReadOnlyCannotWrite) {
+  store.add_occurrences(llama, gpu, sig[0], Phase::prefill, 7);
+  store.insert_measurement(point(sig[0], gpu, 64));
+  const Summary before = store.summary();
+  {
+    Store moved = std::move(store);  // closing happens with the last owner
+  }
+  Store reader = Store::open(dir.file("dooly.sqlite"), Store::Mode::read_only);
+  EXPECT_EQ(reader.mode(), Store::Mode::read_only);
+  const Summary after = reader.summary();
+  EXPECT_EQ(after.schema_version, 2);
+  EXPECT_EQ(after.signatures, before.signatures);
+  EXPECT_EQ(after.models, 2);
+  EXPECT_EQ(after.provenances, 2);
+  EXPECT_EQ(after.occurrences, 7);
+  EXPECT_EQ(after.measurements, 1);
+  EXPECT_EQ(reader.measurements_for(sig[0], gpu).at(0).num_tokens, 64);
+
+  try {
+    reader.upsert_signature(hex(50), "x", SignatureKind::op, "{}");
+    FAIL() << "a read-only store must refuse writes";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.sqlite_code() & 0xff, SQLITE_READONLY) << e.what();
+    EXPECT_NE(e.fix().find("open the store read-write"), std::string::npos);
+  }
+}
+
+TEST(Records, EnumsRoundTripThroughText) {
+  for (Phase p : {Phase::prefill, Phase::decode, Phase::mixed}) EXPECT_EQ(parse_phase(to_string(p)), p);
+  for (SignatureKind k : {SignatureKind::op, SignatureKind::module}) EXPECT_EQ(parse_signature_kind(to_string(k)), k);
+  EXPECT_FALSE(parse_phase("Prefill"));
+  EXPECT_FALSE(parse_signature_kind(""));
+}
+
+}  // namespace
+}  // namespace dooly::store
