@@ -72,7 +72,7 @@ Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> sess
   if (!options_.record_path.empty()) {
     recorder_ = std::make_unique<power::RecordingWriter>(options_.record_path);  // throws InputError with the fix
     recorder_->write_meta("backend", backend_);
-    for (uint32_t c = 0; c < channels_.size(); ++c) recorder_->write_channel(c, channels_[c]);
+    for (const auto& ch : channels_) recorder_->write_channel(ch);
   }
 }
 
@@ -113,7 +113,18 @@ void Profiler::read_counters() noexcept {
     const int64_t t = t0 + (t1 - t0) / 2;
     std::lock_guard<std::mutex> lock(attributor_mu_);
     attributor_->add_counter(c, t, *e);
-    if (recorder_) recorder_->write_counter(c, t, *e);
+    if (recorder_) record_safely([&] { recorder_->write_counter(power::RecordedCounter{c, t, *e}); });
+  }
+}
+
+template <typename F>
+void Profiler::record_safely(F&& write) noexcept {
+  if (record_failed_) return;
+  try {
+    write();
+  } catch (const std::exception& ex) {
+    if (!record_failed_) log::error("recording to {} failed, it stops here: {}", options_.record_path, ex.what());
+    record_failed_ = true;
   }
 }
 
@@ -122,7 +133,7 @@ void Profiler::record_key(KeyId key) {
   if (recorded_keys_[key]) return;
   recorded_keys_[key] = true;
   const KeyInfo info = keys_.info(key);
-  recorder_->write_key(key, std::string(to_string(info.kind)), info.name);
+  recorder_->write_key(power::RecordedKey{key, std::string(to_string(info.kind)), info.name});
 }
 
 void Profiler::tick(int64_t) noexcept {
@@ -142,7 +153,7 @@ void Profiler::tick(int64_t) noexcept {
         }
     for (const power::Reading& r : readings_) {
       attributor_->add_reading(r);
-      if (recorder_) recorder_->write_sample(r);
+      if (recorder_) record_safely([&] { recorder_->write_sample(r); });
     }
     int64_t complete_ns;
     {
@@ -152,10 +163,11 @@ void Profiler::tick(int64_t) noexcept {
     }
     for (const Event& e : drained_) {
       attributor_->add_event(e);
-      if (recorder_) {
-        record_key(e.key);
-        recorder_->write_event(power::RecordedEvent{e.t_ns, e.key, e.thread, e.device, e.begin, e.flags});
-      }
+      if (recorder_)
+        record_safely([&] {
+          record_key(e.key);
+          recorder_->write_event(power::RecordedEvent{e.t_ns, e.key, e.thread, e.device, e.begin, e.flags});
+        });
     }
     drained_.clear();
     attributor_->advance(complete_ns);
@@ -204,9 +216,9 @@ Report Profiler::stop() {
     report.events_dropped = events_dropped_;
   }
   if (recorder_) {
-    recorder_->write_meta("run_end_ns", std::to_string(t_end));
     recorder_->write_meta("run_start_ns", std::to_string(start_ns_));
-    recorder_->flush();
+    recorder_->write_meta("run_end_ns", std::to_string(t_end));
+    recorder_->flush();  // throws InputError with the fix if the recording did not reach the disk
   }
   return report;
 }

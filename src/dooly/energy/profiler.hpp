@@ -69,6 +69,9 @@ class Profiler {
   void tick(int64_t now_ns) noexcept;
   void read_counters() noexcept;
   void record_key(KeyId key);
+  template <typename F>
+  void record_safely(F&& write) noexcept;
+  bool record_failed_ = false;
 
   ProfilerOptions options_;
   std::unique_ptr<power::Session> session_;

@@ -1,0 +1,85 @@
+#pragma once
+// Kokkos Tools semantics on top of the energy engine. Every hook is noexcept: a failure is logged once and
+// the connector degrades to doing nothing, so the host program always runs on.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dooly/energy/profiler.hpp"
+#include "dooly/kokkos/kokkos_abi.hpp"
+
+namespace dooly::kokkos {
+
+struct ConnectorSettings {
+  energy::ProfilerOptions profiler;
+  std::string output_prefix;  // DOOLY_OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
+  bool table = true;          // DOOLY_TABLE: print the table at finalize
+  bool fences = false;        // DOOLY_FENCES: give fences their own rows (off: they are counted only)
+  std::string table_path;     // DOOLY_TABLE_FILE: write the table there instead of stdout
+
+  static ConnectorSettings from_env();  // throws InputError
+  // key=value arguments from KOKKOS_TOOLS_ARGS; the keys are the environment names without DOOLY_, any case
+  // (period_ms=10 mode=model output=run1). Throws InputError naming the argument.
+  void apply_args(const std::vector<std::string>& args);
+};
+
+class Connector {
+ public:
+  using ProfilerFactory = std::function<std::unique_ptr<energy::Profiler>(const energy::ProfilerOptions&)>;
+  explicit Connector(ProfilerFactory factory = {});
+  ~Connector();
+
+  void parse_args(int argc, char** argv) noexcept;
+  void init(int load_seq, uint64_t interface_version) noexcept;
+  void finalize() noexcept;
+  bool active() const noexcept { return profiler_ != nullptr; }
+
+  void begin_kernel(energy::Kind kind, const char* name, uint32_t dev_id, uint64_t* kernel_id) noexcept;
+  void end_kernel(uint64_t kernel_id) noexcept;
+  void push_region(const char* name) noexcept;
+  void pop_region() noexcept;
+  void create_section(const char* name, uint32_t* section_id) noexcept;
+  void start_section(uint32_t section_id) noexcept;
+  void stop_section(uint32_t section_id) noexcept;
+  void destroy_section(uint32_t section_id) noexcept;
+  void profile_event(const char* name) noexcept;
+  void declare_metadata(const char* key, const char* value) noexcept;
+  void begin_fence(const char* name, uint32_t dev_id, uint64_t* handle) noexcept;
+  void end_fence(uint64_t handle) noexcept;
+  void allocate(const Kokkos_Profiling_SpaceHandle& space, const char* label, uint64_t size) noexcept;
+  void deallocate(const Kokkos_Profiling_SpaceHandle& space, const char* label, uint64_t size) noexcept;
+  void begin_deep_copy(const Kokkos_Profiling_SpaceHandle& dst, const char* dst_label,
+                       const Kokkos_Profiling_SpaceHandle& src, const char* src_label, uint64_t size) noexcept;
+  void end_deep_copy() noexcept;
+  void request_tool_settings(uint32_t count, Kokkos_Tools_ToolSettings* settings) noexcept;
+  static std::string help();
+
+  // What finalize() printed / wrote (for tests).
+  const energy::Report& last_report() const noexcept { return report_; }
+  const std::string& last_table() const noexcept { return table_; }
+
+ private:
+  static uint64_t encode(energy::KeyId key, int32_t device) noexcept {
+    return (static_cast<uint64_t>(key) << 32) | static_cast<uint32_t>(device + 1);
+  }
+  void disable(const std::string& why) noexcept;
+  void write_outputs() noexcept;
+
+  ProfilerFactory factory_;
+  ConnectorSettings settings_;
+  bool settings_ok_ = true;
+  std::unique_ptr<energy::Profiler> profiler_;
+  std::mutex mu_;  // sections, counters
+  std::vector<std::pair<energy::KeyId, bool>> sections_;  // id -> key, alive
+  std::unordered_map<std::string, uint64_t> event_counts_;
+  std::unordered_map<std::string, int64_t> space_bytes_, space_peak_;
+  uint64_t fences_seen_ = 0;
+  energy::Report report_;
+  std::string table_;
+};
+
+}  // namespace dooly::kokkos

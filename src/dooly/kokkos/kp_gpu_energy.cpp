@@ -1,0 +1,81 @@
+// libkp_gpu_energy.so: the Kokkos Tools entry points. Each forwards to the tested C++ Connector; nothing
+// here throws (every Connector method is noexcept).
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "dooly/kokkos/connector.hpp"
+
+namespace {
+dooly::kokkos::Connector& connector() {
+  // Constructed on first use (init or parse_args), destroyed at exit after finalize has run.
+  static dooly::kokkos::Connector c;
+  return c;
+}
+using dooly::energy::Kind;
+}  // namespace
+
+extern "C" {
+
+#define DOOLY_EXPORT __attribute__((visibility("default")))
+
+DOOLY_EXPORT void kokkosp_parse_args(int argc, char** argv) { connector().parse_args(argc, argv); }
+DOOLY_EXPORT void kokkosp_print_help(char*) {
+  const std::string h = dooly::kokkos::Connector::help();
+  std::fputs(h.c_str(), stdout);
+}
+DOOLY_EXPORT void kokkosp_init_library(const int load_seq, const uint64_t interface_ver, const uint32_t,
+                                       Kokkos_Profiling_KokkosPDeviceInfo*) {
+  connector().init(load_seq, interface_ver);
+}
+DOOLY_EXPORT void kokkosp_finalize_library() { connector().finalize(); }
+DOOLY_EXPORT void kokkosp_request_tool_settings(const uint32_t n, Kokkos_Tools_ToolSettings* s) {
+  connector().request_tool_settings(n, s);
+}
+
+DOOLY_EXPORT void kokkosp_begin_parallel_for(const char* name, const uint32_t dev, uint64_t* kid) {
+  connector().begin_kernel(Kind::kernel_for, name, dev, kid);
+}
+DOOLY_EXPORT void kokkosp_end_parallel_for(const uint64_t kid) { connector().end_kernel(kid); }
+DOOLY_EXPORT void kokkosp_begin_parallel_reduce(const char* name, const uint32_t dev, uint64_t* kid) {
+  connector().begin_kernel(Kind::kernel_reduce, name, dev, kid);
+}
+DOOLY_EXPORT void kokkosp_end_parallel_reduce(const uint64_t kid) { connector().end_kernel(kid); }
+DOOLY_EXPORT void kokkosp_begin_parallel_scan(const char* name, const uint32_t dev, uint64_t* kid) {
+  connector().begin_kernel(Kind::kernel_scan, name, dev, kid);
+}
+DOOLY_EXPORT void kokkosp_end_parallel_scan(const uint64_t kid) { connector().end_kernel(kid); }
+
+DOOLY_EXPORT void kokkosp_push_profile_region(const char* name) { connector().push_region(name); }
+DOOLY_EXPORT void kokkosp_pop_profile_region() { connector().pop_region(); }
+
+DOOLY_EXPORT void kokkosp_create_profile_section(const char* name, uint32_t* id) { connector().create_section(name, id); }
+DOOLY_EXPORT void kokkosp_start_profile_section(const uint32_t id) { connector().start_section(id); }
+DOOLY_EXPORT void kokkosp_stop_profile_section(const uint32_t id) { connector().stop_section(id); }
+DOOLY_EXPORT void kokkosp_destroy_profile_section(const uint32_t id) { connector().destroy_section(id); }
+
+DOOLY_EXPORT void kokkosp_profile_event(const char* name) { connector().profile_event(name); }
+DOOLY_EXPORT void kokkosp_declare_metadata(const char* key, const char* value) { connector().declare_metadata(key, value); }
+
+DOOLY_EXPORT void kokkosp_begin_fence(const char* name, const uint32_t dev, uint64_t* handle) {
+  connector().begin_fence(name, dev, handle);
+}
+DOOLY_EXPORT void kokkosp_end_fence(const uint64_t handle) { connector().end_fence(handle); }
+
+DOOLY_EXPORT void kokkosp_allocate_data(const Kokkos_Profiling_SpaceHandle space, const char* label, const void*,
+                                        const uint64_t size) {
+  connector().allocate(space, label, size);
+}
+DOOLY_EXPORT void kokkosp_deallocate_data(const Kokkos_Profiling_SpaceHandle space, const char* label, const void*,
+                                          const uint64_t size) {
+  connector().deallocate(space, label, size);
+}
+DOOLY_EXPORT void kokkosp_begin_deep_copy(Kokkos_Profiling_SpaceHandle dst, const char* dst_label, const void*,
+                                          Kokkos_Profiling_SpaceHandle src, const char* src_label, const void*,
+                                          uint64_t size) {
+  connector().begin_deep_copy(dst, dst_label, src, src_label, size);
+}
+DOOLY_EXPORT void kokkosp_end_deep_copy() { connector().end_deep_copy(); }
+
+}  // extern "C"
