@@ -1,0 +1,89 @@
+// The Python binding: one thin file over the taint session (label ids, integer arithmetic, op propagation),
+// the combination table, and the signature side (SHA-256, signatures of a trace, collapsed call trees).
+// Structured values cross as JSON text; the core never imports Python.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "dooly/common/error.hpp"
+#include "dooly/signature/canonical.hpp"
+#include "dooly/signature/sha256.hpp"
+#include "dooly/signature/sign.hpp"
+#include "dooly/taint/session.hpp"
+#include "dooly/trace/call_tree.hpp"
+#include "dooly/trace/trace.hpp"
+
+namespace py = pybind11;
+using nlohmann::json;
+using namespace dooly;
+
+namespace {
+
+std::string units_of_trace(const std::string& trace_json) {
+  const trace::Trace t = trace::parse_trace(json::parse(trace_json), "trace");
+  json out = json::array();
+  for (const auto& u : signature::count_units(t))
+    out.push_back(json{{"hash", u.sig.hash}, {"name", u.sig.name}, {"kind", u.sig.is_op ? "op" : "module"},
+                       {"phase", u.phase}, {"count", u.count}, {"canonical", u.sig.canonical},
+                       {"metadata", u.sig.metadata}});
+  return out.dump();
+}
+
+std::string collapsed_tree(const std::string& trace_json, size_t step_index, int max_depth) {
+  const trace::Trace t = trace::parse_trace(json::parse(trace_json), "trace");
+  if (step_index >= t.steps.size())
+    DOOLY_THROW(InputError, "pick a step index below the trace's step count", "trace has {} steps, asked for {}",
+                t.steps.size(), step_index);
+  const trace::CallTree tree = trace::build_call_tree(t, t.steps[step_index]);
+  const auto sigs = signature::sign_tree(tree);
+  std::vector<std::string> keys;
+  for (const auto& s : sigs) keys.push_back(s.hash);
+  return trace::render(tree, keys, [&](size_t i) {
+    const auto& n = tree.nodes[i];
+    return n.type == trace::Node::Type::op ? n.name + " [" + sigs[i].hash.substr(0, 8) + "]"
+                                           : n.name + " (" + n.path + ") [" + sigs[i].hash.substr(0, 8) + "]";
+  }, max_depth);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(dooly_core, m) {
+  m.doc() = "dooly's C++ core: taint labels and rules, trace call trees, signatures";
+  m.attr("TRACE_FORMAT_VERSION") = trace::kTraceFormatVersion;
+  m.attr("SIGNATURE_VERSION") = signature::kSignatureVersion;
+
+  py::register_exception<InputError>(m, "InputError", PyExc_ValueError);
+  py::register_exception<DuplicateError>(m, "DuplicateError", PyExc_ValueError);
+  py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+
+  m.def("combine", [](const std::string& a, const std::string& b) {
+    return std::string(taint::to_string(taint::combine(taint::kind_from_string(a), taint::kind_from_string(b))));
+  }, "The combination table: kind of a value computed from values of kinds a and b.");
+  m.def("sha256_hex", [](py::bytes b) { return signature::sha256_hex(std::string(b)); });
+  m.def("units_of_trace", &units_of_trace,
+        "Distinct op/module signatures of every step of a trace (JSON text in, JSON text out).");
+  m.def("collapsed_tree", &collapsed_tree, py::arg("trace_json"), py::arg("step_index") = 0, py::arg("max_depth") = 64);
+
+  py::class_<taint::Session>(m, "Session")
+      .def(py::init<>())
+      .def("sym", [](taint::Session& s, const std::string& name, const std::string& kind, int64_t value) {
+        return s.sym(name, taint::kind_from_string(kind), value);
+      })
+      .def("constant", &taint::Session::constant)
+      .def("unknown", &taint::Session::unknown)
+      .def("binary", &taint::Session::binary)
+      .def("unary", &taint::Session::unary)
+      .def("describe", [](const taint::Session& s, int64_t id) {
+        const json d = s.describe(id);
+        return py::make_tuple(d["v"].get<int64_t>(), d["k"].get<std::string>(), d["e"].get<std::string>(),
+                              d["f"].get<std::string>());
+      }, "(value, kind, expr, value_form) of a label id")
+      .def("propagate", &taint::Session::propagate_text, "JSON call in, JSON result out (docs/dooly-tracing.md)")
+      .def("counters", [](const taint::Session& s) {
+        const auto& c = s.counters();
+        return py::dict(py::arg("ops") = c.ops, py::arg("fallback_ops") = c.fallback_ops,
+                        py::arg("unknown_dims") = c.unknown_dims, py::arg("unlabelled_inputs") = c.unlabelled_inputs,
+                        py::arg("ambiguous") = c.ambiguous, py::arg("conflicts") = c.conflicts);
+      })
+      .def("rule_ops", [](const taint::Session& s) { return s.rules().ops(); })
+      .def("__len__", &taint::Session::size);
+}

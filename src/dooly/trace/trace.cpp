@@ -1,0 +1,123 @@
+#include "dooly/trace/trace.hpp"
+
+#include <fstream>
+
+#include "dooly/common/error.hpp"
+
+namespace dooly::trace {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+T field(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key))
+    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: missing field '{}'", where, key);
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception& e) {
+    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: field '{}' has the wrong type ({})", where, key,
+                e.what());
+  }
+}
+
+TensorInfo parse_tensor(const json& j, const std::string& where) {
+  TensorInfo t;
+  t.dtype = j.value("dtype", "");
+  for (const auto& d : j.at("shape")) t.shape.push_back(parse_dim(d));
+  (void)where;
+  return t;
+}
+
+OpRecord parse_op(const json& j, const std::string& where) {
+  OpRecord r;
+  r.seq = field<int64_t>(j, "seq", where);
+  r.call = j.value("call", int64_t{-1});
+  r.op = field<std::string>(j, "op", where);
+  r.module = j.value("module", "");
+  for (const auto& t : j.value("inputs", json::array())) r.inputs.push_back(parse_tensor(t, where));
+  for (const auto& t : j.value("outputs", json::array())) r.outputs.push_back(parse_tensor(t, where));
+  for (const auto& s : j.value("scalars", json::array())) {
+    Scalar sc;
+    sc.arg = field<std::string>(s, "arg", where);
+    sc.type = field<std::string>(s, "type", where);
+    sc.value = s.value("value", json());
+    if (s.contains("label")) sc.label = parse_dim(s.at("label"));
+    r.scalars.push_back(std::move(sc));
+  }
+  r.rule = j.value("rule", "");
+  r.coverage = j.value("coverage", "rule");
+  r.notes = j.value("notes", std::vector<std::string>{});
+  r.kernels = j.value("kernels", std::vector<std::string>{});
+  return r;
+}
+
+}  // namespace
+
+DimLabel parse_dim(const json& j) {
+  DimLabel d;
+  d.value = field<int64_t>(j, "v", "dimension");
+  d.kind = taint::kind_from_string(field<std::string>(j, "k", "dimension"));
+  d.expr = field<std::string>(j, "e", "dimension");
+  d.value_form = j.value("f", d.expr);
+  return d;
+}
+
+Trace parse_trace(const json& j, const std::string& origin) {
+  if (!j.is_object() || !j.contains("version"))
+    DOOLY_THROW(InputError, "pass a trace written by `dooly trace`", "{}: not a dooly trace (no 'version' key)", origin);
+  Trace t;
+  t.version = field<int>(j, "version", origin);
+  if (t.version != kTraceFormatVersion)
+    DOOLY_THROW(InputError, "re-create the trace with this version of `dooly trace`",
+                "{}: trace format version {} is not supported (this build reads version {})", origin, t.version,
+                kTraceFormatVersion);
+  t.model = field<std::string>(j, "model", origin);
+  t.family = j.value("family", "");
+  t.architecture = j.value("architecture", "");
+  t.config_hash = field<std::string>(j, "config_hash", origin);
+  t.attention = field<std::string>(j, "attention", origin);
+  t.dtype = j.value("dtype", "");
+  t.device = j.value("device", "");
+  t.engine_info = j.value("engine_info", json::object());
+  for (const auto& m : field<json>(j, "modules", origin)) {
+    ModuleInfo mi;
+    mi.path = field<std::string>(m, "path", origin + " modules");
+    mi.cls = field<std::string>(m, "class", origin + " modules");
+    mi.attrs = m.value("attrs", json::object());
+    t.modules[mi.path] = std::move(mi);
+  }
+  for (const auto& s : field<json>(j, "steps", origin)) {
+    Step st;
+    const std::string where = origin + " step";
+    st.step = field<int64_t>(s, "step", where);
+    st.kind = field<std::string>(s, "kind", where);
+    st.num_tokens = s.value("num_tokens", int64_t{0});
+    st.num_requests = s.value("num_requests", int64_t{0});
+    st.num_prefill_tokens = s.value("num_prefill_tokens", int64_t{0});
+    st.num_decode_requests = s.value("num_decode_requests", int64_t{0});
+    for (const auto& c : s.value("calls", json::array()))
+      st.calls.push_back({field<int64_t>(c, "id", where), c.value("parent", int64_t{-1}), field<int64_t>(c, "seq", where),
+                          field<std::string>(c, "module", where)});
+    for (const auto& o : field<json>(s, "ops", where)) st.ops.push_back(parse_op(o, where + " op"));
+    t.steps.push_back(std::move(st));
+  }
+  t.summary = j.value("summary", json::object());
+  t.verification = j.value("verification", json::object());
+  return t;
+}
+
+Trace read_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) DOOLY_THROW(InputError, "check the path", "cannot open trace '{}'", path);
+  json j;
+  try {
+    in >> j;
+  } catch (const json::exception& e) {
+    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "'{}' is not valid JSON ({})", path, e.what());
+  }
+  return parse_trace(j, path);
+}
+
+}  // namespace dooly::trace
