@@ -1,0 +1,127 @@
+#include "dooly/power/variorum/variorum_json.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dooly::power::variorum {
+
+namespace {
+
+using json = nlohmann::json;
+
+// "socket_12" -> 12 for prefix "socket_"; nullopt otherwise.
+std::optional<int> suffix_number(const std::string& key, std::string_view prefix) {
+  if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  int v = 0;
+  const char* b = key.data() + prefix.size();
+  const char* e = key.data() + key.size();
+  auto [p, ec] = std::from_chars(b, e, v);
+  if (ec != std::errc() || p != e || v < 0) return std::nullopt;
+  return v;
+}
+
+bool number(const json& obj, const char* key, double& out, std::string& error) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return false;
+  if (!it->is_number()) {
+    error = fmt::format("\"{}\" is {}, not a number", key, it->dump());
+    return false;
+  }
+  out = it->get<double>();
+  return true;
+}
+
+}  // namespace
+
+std::optional<Snapshot> parse_power_json(const std::string& text, std::string& error) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    error = "malformed JSON";
+    return std::nullopt;
+  }
+  if (!doc.is_object()) {
+    error = "the JSON is not an object keyed by host name";
+    return std::nullopt;
+  }
+  const json* host = nullptr;
+  for (const auto& [name, value] : doc.items())
+    if (value.is_object()) {
+      host = &value;
+      break;
+    }
+  if (!host) {
+    error = "the JSON has no host object";
+    return std::nullopt;
+  }
+  Snapshot snap;
+  auto ts = host->find("timestamp");
+  if (ts == host->end() || !ts->is_number()) {
+    error = "the host object has no numeric \"timestamp\"";
+    return std::nullopt;
+  }
+  snap.timestamp_us = ts->is_number_float() ? static_cast<int64_t>(ts->get<double>()) : ts->get<int64_t>();
+
+  double w = -1.0;
+  error.clear();
+  if (number(*host, "power_node_watts", w, error)) snap.values.push_back({"node", Domain::node, -1, w});
+  if (!error.empty()) return std::nullopt;
+
+  double gpus_per_socket = 0;
+  number(*host, "num_gpus_per_socket", gpus_per_socket, error);
+  error.clear();
+
+  std::map<int, const json*> sockets;
+  for (const auto& [name, value] : host->items())
+    if (auto s = suffix_number(name, "socket_"); s && value.is_object()) sockets[*s] = &value;
+
+  struct Gpu {
+    int socket, local;
+    double power_w;
+  };
+  std::vector<Gpu> gpus;
+  for (const auto& [s, obj] : sockets) {
+    if (number(*obj, "power_cpu_watts", w, error))
+      snap.values.push_back({fmt::format("cpu{}", s), Domain::cpu, s, w});
+    if (!error.empty()) return std::nullopt;
+    if (number(*obj, "power_mem_watts", w, error))
+      snap.values.push_back({fmt::format("dram{}", s), Domain::dram, s, w});
+    if (!error.empty()) return std::nullopt;
+    auto g = obj->find("power_gpu_watts");
+    if (g == obj->end()) continue;
+    if (!g->is_object()) {
+      error = fmt::format("\"power_gpu_watts\" of socket_{} is {}, not an object", s, g->dump());
+      return std::nullopt;
+    }
+    for (const auto& [key, value] : g->items()) {
+      auto k = suffix_number(key, "GPU_");
+      if (!k) continue;
+      if (!value.is_number()) {
+        error = fmt::format("\"{}\" of socket_{} is {}, not a number", key, s, value.dump());
+        return std::nullopt;
+      }
+      gpus.push_back({s, *k, value.get<double>()});
+    }
+  }
+  // Variorum numbers GPUs per node; if the numbers repeat across sockets they are per socket: make them global.
+  std::set<int> seen;
+  bool repeated = false;
+  for (const Gpu& g : gpus) repeated |= !seen.insert(g.local).second;
+  int per_socket = static_cast<int>(gpus_per_socket);
+  for (const Gpu& g : gpus) per_socket = std::max(per_socket, g.local + 1);
+  std::vector<std::pair<int, Value>> numbered;
+  for (const Gpu& g : gpus) {
+    const int index = repeated ? g.socket * per_socket + g.local : g.local;
+    numbered.push_back({index, {fmt::format("gpu{}", index), Domain::gpu, g.socket, g.power_w}});
+  }
+  std::sort(numbered.begin(), numbered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [index, v] : numbered) snap.values.push_back(std::move(v));
+  error.clear();
+  return snap;
+}
+
+}  // namespace dooly::power::variorum

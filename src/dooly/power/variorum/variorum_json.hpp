@@ -1,0 +1,30 @@
+#pragma once
+// Parses the JSON of variorum_get_power_json (../shared/REFERENCE.md §2):
+//   {"<host>": {"timestamp": <us since epoch>, "power_node_watts": W, "num_gpus_per_socket": n,
+//               "socket_<s>": {"power_cpu_watts": W, "power_mem_watts": W, "power_gpu_watts": {"GPU_<k>": W}}}}
+// -1 (any negative value) means "not measurable".
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dooly/power/power_source.hpp"
+
+namespace dooly::power::variorum {
+
+struct Value {
+  std::string channel;  // "node", "cpu0", "dram0", "gpu3"
+  Domain domain = Domain::other;
+  int socket = -1;
+  double power_w = -1.0;  // negative: not measurable
+};
+
+struct Snapshot {
+  int64_t timestamp_us = 0;
+  std::vector<Value> values;  // node, then per socket (ascending) cpu, dram, then GPUs (ascending index)
+};
+
+// Returns nullopt and sets `error` when the text is not the expected JSON.
+std::optional<Snapshot> parse_power_json(const std::string& text, std::string& error);
+
+}  // namespace dooly::power::variorum

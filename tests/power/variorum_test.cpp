@@ -1,0 +1,180 @@
+// The variorum backend through the real dlopen path, against the stub libvariorum built by the tests
+// (stub_variorum/stub_variorum.cpp serves the scripted JSON answers in order).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "dooly/common/clock.hpp"
+#include "dooly/common/error.hpp"
+#include "dooly/power/variorum/variorum_json.hpp"
+#include "dooly/power/variorum/variorum_provider.hpp"
+#include "test_util.hpp"
+
+namespace dooly::power {
+namespace {
+
+using test::ScopedEnv;
+using test::TempDir;
+
+constexpr int64_t kMs = 1'000'000;
+
+class VariorumTest : public ::testing::Test {
+ protected:
+  VariorumTest() : env_("DOOLY_STUB_VARIORUM_SCRIPT", nullptr), lib_env_("DOOLY_VARIORUM_LIBRARY", nullptr) {
+    options_.library = DOOLY_STUB_VARIORUM_PATH;
+  }
+  // Each script gets its own file name: the stub restarts its sequence when the name changes.
+  void script(const std::string& text) {
+    const std::string path = dir_.file(fmt::format("script{}.txt", ++scripts_));
+    test::write_file(path, text);
+    setenv("DOOLY_STUB_VARIORUM_SCRIPT", path.c_str(), 1);
+  }
+
+  TempDir dir_;
+  ScopedEnv env_, lib_env_;
+  Options options_;
+  int scripts_ = 0;
+  std::unique_ptr<Provider> provider_ = make_variorum_provider();
+};
+
+std::string node_json(int64_t ts_us, const std::string& node_w, const std::string& cpu0_w, const std::string& gpu1_w) {
+  return fmt::format(
+      R"({{"lassen12": {{"timestamp": {}, "power_node_watts": {}, "num_gpus_per_socket": 2,)"
+      R"( "socket_0": {{"power_cpu_watts": {}, "power_mem_watts": 30.0, "power_gpu_watts": {{"GPU_0": 250.5, "GPU_1": {}}}}},)"
+      R"( "socket_1": {{"power_cpu_watts": 110.0, "power_mem_watts": -1.0, "power_gpu_watts": {{"GPU_2": 240.0, "GPU_3": 230.25}}}}}}}})",
+      ts_us, node_w, cpu0_w, gpu1_w);
+}
+
+TEST_F(VariorumTest, ParsesDomainsConvertsStampsAndSkipsUnmeasurableAndStaleValues) {
+  const int64_t t0 = wall_now_us() - 50'000;
+  script("json " + node_json(t0, "350.5", "120.25", "-1.0") + "\n" +  // at open
+         "json " + node_json(t0, "999", "999", "999") + "\n" +        // same stamp: stale, dropped
+         "json " + node_json(t0 + 20'000, "-1", "121.5", "260") + "\n" +
+         "json {\"lassen12\": {\"timestamp\": \n" +  // malformed
+         "error -1\n");
+  auto s = provider_->open(options_);
+  const auto& ch = s->channels();
+  std::vector<std::string> names;
+  for (const auto& c : ch) names.push_back(c.name);
+  // GPU_1 and socket_1's memory were -1 at open: no channel.
+  EXPECT_EQ(names, (std::vector<std::string>{"node", "cpu0", "dram0", "cpu1", "gpu0", "gpu2", "gpu3"}));
+  EXPECT_EQ(ch[0].domain, Domain::node);
+  EXPECT_EQ(ch[0].device, -1);
+  EXPECT_EQ(ch[1].domain, Domain::cpu);
+  EXPECT_EQ(ch[1].device, 0);
+  EXPECT_EQ(ch[2].domain, Domain::dram);
+  EXPECT_EQ(ch[3].device, 1);
+  EXPECT_EQ(ch[4].domain, Domain::gpu);
+  EXPECT_EQ(ch[4].device, -1);
+  EXPECT_EQ(ch[4].sensor.window_ns, 1000 * kMs);  // Variorum's GPU power is NVML's 1-second average
+  EXPECT_NE(ch[4].sensor.description.find("1-second"), std::string::npos);
+  EXPECT_EQ(ch[1].sensor.window_ns, 0);
+
+  std::vector<Reading> r;
+  PollStatus st = s->poll(r);
+  ASSERT_TRUE(st.ok) << st.message;
+  ASSERT_EQ(r.size(), 7u);  // the snapshot taken at open; the second answer repeats its stamp
+  const std::vector<double> expect = {350.5, 120.25, 30.0, 110.0, 250.5, 240.0, 230.25};
+  const WallToSteady clock;
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].channel, i);
+    EXPECT_DOUBLE_EQ(r[i].power_w, expect[i]);
+    EXPECT_EQ(r[i].t_ns, r[0].t_ns);
+  }
+  EXPECT_NEAR(static_cast<double>(r[0].t_ns), static_cast<double>(clock.steady_ns(t0)), 2.0 * kMs);
+
+  std::vector<Reading> r2;
+  st = s->poll(r2);
+  ASSERT_TRUE(st.ok) << st.message;
+  ASSERT_EQ(r2.size(), 6u);  // node is -1 this time; GPU_1 has no channel
+  EXPECT_EQ(r2[0].channel, 1u);
+  EXPECT_DOUBLE_EQ(r2[0].power_w, 121.5);
+  for (const auto& x : r2) EXPECT_EQ(x.t_ns - r[0].t_ns, 20 * kMs);
+
+  std::vector<Reading> r3;
+  st = s->poll(r3);
+  EXPECT_FALSE(st.ok);
+  EXPECT_FALSE(st.fatal);
+  EXPECT_NE(st.message.find("malformed JSON"), std::string::npos) << st.message;
+  EXPECT_TRUE(r3.empty());
+
+  st = s->poll(r3);
+  EXPECT_FALSE(st.ok);
+  EXPECT_FALSE(st.fatal);
+  EXPECT_NE(st.message.find("variorum_get_power_json returned -1"), std::string::npos) << st.message;
+  EXPECT_NE(st.message.find("VARIORUM_LOG=1"), std::string::npos) << st.message;
+  EXPECT_TRUE(r3.empty());
+}
+
+TEST_F(VariorumTest, ErrorAtOpenIsASourceErrorWithTheFix) {
+  script("error -1\n");
+  try {
+    provider_->open(options_);
+    FAIL() << "open should throw";
+  } catch (const SourceError& e) {
+    EXPECT_EQ(e.vendor_code(), -1);
+    EXPECT_NE(std::string(e.what()).find("variorum: variorum_get_power_json returned -1"), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.fix().find("VARIORUM_LOG=1"), std::string::npos);
+  }
+  const Probe p = provider_->probe(options_);
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.reason.find("returned -1"), std::string::npos) << p.reason;
+
+  script("json [1, 2\n");
+  try {
+    provider_->open(options_);
+    FAIL() << "open should throw";
+  } catch (const SourceError& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed JSON: '[1, 2'"), std::string::npos) << e.what();
+  }
+
+  script(R"(json {"h": {"timestamp": 1, "power_node_watts": -1.0, "socket_0": {"power_cpu_watts": -1.0}}})"
+         "\n");
+  try {
+    provider_->open(options_);
+    FAIL() << "open should throw";
+  } catch (const SourceError& e) {
+    EXPECT_NE(std::string(e.what()).find("not measurable"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(VariorumTest, MissingLibraryIsExplained) {
+  options_.library = dir_.file("none/libvariorum.so");
+  const Probe p = provider_->probe(options_);
+  EXPECT_FALSE(p.available);
+  EXPECT_NE(p.reason.find("cannot load " + options_.library), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("DOOLY_VARIORUM_LIBRARY"), std::string::npos) << p.reason;
+
+  // The environment variable names the file when the option does not.
+  script(R"(json {"h": {"timestamp": 1, "power_node_watts": 80}})"
+         "\n");
+  options_.library.clear();
+  ScopedEnv lib("DOOLY_VARIORUM_LIBRARY", DOOLY_STUB_VARIORUM_PATH);
+  const Probe ok = provider_->probe(options_);
+  EXPECT_TRUE(ok.available) << ok.reason;
+  EXPECT_EQ(ok.reason, "Variorum measures node");
+}
+
+TEST(VariorumJson, PerSocketGpuNumbersBecomeNodeWide) {
+  std::string error;
+  auto snap = variorum::parse_power_json(
+      R"({"n": {"timestamp": 7, "num_gpus_per_socket": 2,
+                "socket_1": {"power_gpu_watts": {"GPU_0": 3, "GPU_1": 4}},
+                "socket_0": {"power_gpu_watts": {"GPU_0": 1, "GPU_1": 2}}}})",
+      error);
+  ASSERT_TRUE(snap) << error;
+  EXPECT_EQ(snap->timestamp_us, 7);
+  ASSERT_EQ(snap->values.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(snap->values[k].channel, fmt::format("gpu{}", k));
+    EXPECT_DOUBLE_EQ(snap->values[k].power_w, k + 1.0);
+  }
+  EXPECT_FALSE(variorum::parse_power_json(R"({"n": {"power_node_watts": 1}})", error));
+  EXPECT_EQ(error, "the host object has no numeric \"timestamp\"");
+  EXPECT_FALSE(variorum::parse_power_json(R"({"n": {"timestamp": 1, "power_node_watts": "x"}})", error));
+  EXPECT_EQ(error, "\"power_node_watts\" is \"x\", not a number");
+}
+
+}  // namespace
+}  // namespace dooly::power
