@@ -24,6 +24,6 @@ if [ ${#need_apt[@]} -gt 0 ] && [ "${DOOLY_SKIP_APT:-0}" != 1 ]; then
 fi
 
 # Python: a project venv for the engine adapters (PyTorch / transformers) and pytest.
-if [ -f scripts/setup_python.sh ]; then
+if [ -f scripts/setup_python.sh ] && [ "${DOOLY_SKIP_PYTHON:-0}" != 1 ]; then
   bash scripts/setup_python.sh
 fi

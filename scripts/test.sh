@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
-# The whole test suite: set up, build, run unit tests (plain, ASan+UBSan, TSan on the threaded parts),
-# the connector under a real Kokkos runtime, and the Python tests. Exits non-zero on any failure.
+# The whole test suite, as CI runs it: set up, then
+#   1. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (every test not labelled no-sanitizer),
+#   2. the plain build: the deliverables (dooly, libkp_gpu_energy.so, the Python binding) and the tests that
+#      load them into other programs (a real Kokkos runtime, Python),
+#   3. the threaded parts (sampler, profiler, store concurrency) under ThreadSanitizer,
+#   4. the Python tests.
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+jobs=$(nproc 2>/dev/null || echo 2)
 
-echo "== default build"
-bash scripts/build.sh default
-ctest --preset default -j 2
-
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
+echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh asan
-ctest --preset asan -j 2
+ctest --preset asan -j "$jobs"
 
-echo "== ThreadSanitizer (sampler and profiler threads)"
-bash scripts/build.sh tsan
-ctest --preset tsan -j 2
+echo "== plain build: deliverables and integration tests"
+bash scripts/build.sh default
+ctest --preset default -j "$jobs" -L no-sanitizer
+
+echo "== ThreadSanitizer (threads)"
+cmake --preset tsan >/dev/null
+tsan_targets=$(ctest --test-dir build/tsan -L threads -N 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p')
+# shellcheck disable=SC2086
+cmake --build --preset tsan -j "$jobs" --target $tsan_targets
+ctest --preset tsan -j "$jobs"
 
 if [ -f scripts/test_python.sh ]; then
   echo "== Python"
