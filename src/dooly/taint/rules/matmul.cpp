@@ -89,6 +89,15 @@ void register_matmul(RuleRegistry& r) {
   r.add("baddbmm", "matmul", add_product);
   r.add("addmm", "matmul", add_product);
   r.add("einsum", "matmul", einsum);
+  // Grouped GEMM of MoE experts: a [M, K] x b [G, K, N] (rows grouped by offsets) -> [M, N].
+  auto grouped = [](RuleContext& c) -> std::vector<Value> {
+    const Value& a = tensor_at(c, 0, "mat_a");
+    const Value& b = tensor_at(c, 1, "mat_b");
+    if (a.rank() != 2 || b.rank() != 3) mismatch("grouped_mm expects [M, K] x [G, K, N]");
+    return {tensor({a.dims[0], b.dims[2]})};
+  };
+  r.add("_grouped_mm", "matmul", grouped);
+  r.add("grouped_mm", "matmul", grouped);
 }
 
 }  // namespace dooly::taint::rules

@@ -42,6 +42,11 @@ void register_reduce(RuleRegistry& r) {
   for (const char* op : {"median", "mode", "var_mean", "std_mean", "aminmax"}) r.add(op, "reduce", reduce_pair);
   r.add("norm", "reduce", norm);
   r.add("vector_norm", "reduce", norm);
+  // histc(input, bins): a histogram of `bins` counts.
+  r.add("histc", "reduce", [](RuleContext& c) -> std::vector<Value> {
+    (void)tensor_at(c, 0, "input");
+    return {tensor({int_at(c, 1, "bins", constant(100))})};
+  });
   r.add("max", "reduce", max_min);
   r.add("min", "reduce", max_min);
 }

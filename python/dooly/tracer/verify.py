@@ -1,0 +1,66 @@
+"""Verification against a second run at different request sizes: the same model code must produce the same op
+sequence; a dim labelled NONE/MODEL_CONFIG must keep its value, a NUM_TOKS/NUM_REQS/MIX dim must change, and
+labels must agree. Every disagreement is reported (never dropped)."""
+
+from __future__ import annotations
+
+CONFIG_KINDS = {"NONE", "MODEL_CONFIG"}
+REQUEST_KINDS = {"NUM_TOKS", "NUM_REQS", "MIX"}
+MAX_LISTED = 2000
+
+
+def compare_runs(run_a: dict, run_b: dict, secondary: dict) -> dict:
+    disagreements = []
+    total = 0
+    checked = 0
+    steps_b = {s["kind"]: s for s in run_b["steps"]}
+    compared_steps = []
+
+    def add(problem, step_kind, op, where, a, b):
+        nonlocal total
+        total += 1
+        if len(disagreements) < MAX_LISTED:
+            disagreements.append({"problem": problem, "step_kind": step_kind, "seq": op["seq"], "op": op["op"],
+                                  "module": op["module"], "where": where, "a": a, "b": b})
+
+    for sa in run_a["steps"]:
+        sb = steps_b.get(sa["kind"])
+        if sb is None:
+            add("step missing in second run", sa["kind"], {"seq": -1, "op": "", "module": ""}, "", sa["kind"], None)
+            continue
+        compared_steps.append({"kind": sa["kind"], "a": [sa["num_tokens"], sa["num_requests"]],
+                               "b": [sb["num_tokens"], sb["num_requests"]]})
+        ops_a, ops_b = sa["ops"], sb["ops"]
+        if len(ops_a) != len(ops_b):
+            add("op count differs", sa["kind"], {"seq": -1, "op": "", "module": ""}, "", len(ops_a), len(ops_b))
+        for oa, ob in zip(ops_a, ops_b):
+            if oa["op"] != ob["op"] or oa["module"] != ob["module"]:
+                add("op sequences diverge", sa["kind"], oa, "", f"{oa['op']}@{oa['module']}",
+                    f"{ob['op']}@{ob['module']}")
+                break
+            for side in ("inputs", "outputs"):
+                ta, tb = oa[side], ob[side]
+                if len(ta) != len(tb):
+                    add("tensor count differs", sa["kind"], oa, side, len(ta), len(tb))
+                    continue
+                for i, (xa, xb) in enumerate(zip(ta, tb)):
+                    if len(xa["shape"]) != len(xb["shape"]):
+                        add("rank differs", sa["kind"], oa, f"{side}[{i}]", len(xa["shape"]), len(xb["shape"]))
+                        continue
+                    for d, (da, db) in enumerate(zip(xa["shape"], xb["shape"])):
+                        checked += 1
+                        where = f"{side}[{i}] dim {d}"
+                        if da["k"] != db["k"] or da["e"] != db["e"]:
+                            add("label differs", sa["kind"], oa, where, _short(da), _short(db))
+                        elif da["k"] in CONFIG_KINDS and da["v"] != db["v"]:
+                            add(f"{da['k']} dim changed", sa["kind"], oa, where, _short(da), _short(db))
+                        elif da["k"] in REQUEST_KINDS and da["v"] == db["v"]:
+                            add(f"{da['k']} dim did not change", sa["kind"], oa, where, _short(da), _short(db))
+    return {"second_run": {"max_batch_tokens": secondary["max_batch_tokens"],
+                           "requests": [list(r) for r in secondary["requests"]]},
+            "steps": compared_steps, "checked_dims": checked, "num_disagreements": total,
+            "disagreements": disagreements}
+
+
+def _short(d):
+    return f"{d['k']}:{d['e']}={d['v']}"
