@@ -4,12 +4,15 @@
 // and by energy differ on an H200: a streaming triad (memory-bound, high power) and an FP32 FMA chain
 // (compute-bound, lower power), run alone and interleaved.
 //   cuda_energy_demo [seconds_per_phase=2] [interleave_ms=3]
+//   cuda_energy_demo square [seconds=6] [on_ms=25]: FMA on for on_ms, idle for on_ms, repeated — a square
+//   wave of power for characterising the sensor (its averaging window and lag; see docs/energy-attribution.md)
 #include <dlfcn.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #define CHECK(x)                                                                      \
@@ -68,8 +71,13 @@ struct Tool {
 };
 
 int main(int argc, char** argv) {
-  const double phase_s = argc > 1 ? std::atof(argv[1]) : 2.0;
-  const double step_ms = argc > 2 ? std::atof(argv[2]) : 3.0;
+  const bool square = argc > 1 && std::string(argv[1]) == "square";
+  if (square) {
+    --argc;
+    ++argv;
+  }
+  const double phase_s = argc > 1 ? std::atof(argv[1]) : (square ? 6.0 : 2.0);
+  const double step_ms = argc > 2 ? std::atof(argv[2]) : (square ? 25.0 : 3.0);
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
   const uint32_t dev_id = (2u << 24) | (static_cast<uint32_t>(dev) << 17);  // Kokkos devID: Cuda, this ordinal
@@ -115,6 +123,16 @@ int main(int argc, char** argv) {
     while (std::chrono::steady_clock::now() < t_end) body();
     if (tool.pop) tool.pop();
   };
+  if (square) {
+    // One kernel launch of ~step_ms, then the same time idle.
+    phase("square", [&] {
+      run("fma_on", fma);
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(step_ms));
+    });
+    if (tool.fin) tool.fin();
+    std::printf("cuda_energy_demo: square wave, fma chain of %d iterations\n", iters);
+    return 0;
+  }
   phase("alone:stream", [&] { run("stream_triad", stream); });
   phase("alone:fma", [&] { run("fma_chain", fma); });
   phase("interleaved", [&] {
