@@ -123,6 +123,16 @@ TEST_F(StoreTest, SameHashDifferentCanonicalFormIsACollision) {
   EXPECT_EQ(store.find_signature(hex(1))->canonical_json, R"({"a":1})");
 }
 
+TEST_F(StoreTest, SameHashUnderAnotherNameOrKindIsAConflict) {
+  store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})");
+  EXPECT_EQ(error_text([&] { store.upsert_signature(hex(1), "aten::bmm", SignatureKind::op, R"({"a":1})"); }),
+            fmt::format("store {}: signature {} is stored as op 'aten::mm', now given as op 'aten::bmm' — the name and "
+                        "kind are part of what is hashed: the caller passed another signature's hash",
+                        dir.file("dooly.sqlite"), hex(1)));
+  EXPECT_THROW(store.upsert_signature(hex(1), "aten::mm", SignatureKind::module, R"({"a":1})"), ConflictError);
+  EXPECT_EQ(store.summary().signatures, 1);
+}
+
 TEST_F(StoreTest, SignatureArgumentsAreChecked) {
   EXPECT_EQ(error_text([&] { store.upsert_signature("ABCD", "x", SignatureKind::op, "{}"); }),
             "signature hash 'ABCD' is not lowercase hex — pass the signature's digest as lowercase hexadecimal");

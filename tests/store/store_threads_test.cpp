@@ -1,6 +1,7 @@
 // Concurrency: WAL readers on their own connections while one writer commits; two writers; racing creators.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -52,7 +53,8 @@ TEST(StoreThreads, ReadersNeverSeeAPartialTransaction) {
   std::atomic<bool> done{false};
   std::atomic<int> readers_ready{0};
   std::vector<std::string> failures(reader_count);
-  std::vector<int64_t> reads(reader_count, 0), intermediate(reader_count, 0);
+  std::vector<int64_t> reads(reader_count, 0);
+  std::atomic<int64_t> overlapping{0};  // reads that saw some but not all batches
 
   std::vector<std::thread> readers;
   for (int r = 0; r < reader_count; ++r) {
@@ -72,7 +74,7 @@ TEST(StoreThreads, ReadersNeverSeeAPartialTransaction) {
                                       s.signatures, s.occurrence_rows, s.measurements);
           if (s.signatures < last.signatures || s.measurements < last.measurements)
             failures[r] = fmt::format("counts went back: {} -> {} signatures", last.signatures, s.signatures);
-          if (s.signatures > 0 && s.signatures < batches) ++intermediate[r];
+          if (s.signatures > 0 && s.signatures < batches) overlapping.fetch_add(1);
           if (s.signatures > 0) {  // the newest signature always has all its measurements
             const auto sig = reader.find_signature(hex(static_cast<int>(s.signatures)));
             if (!sig || reader.measurements_for(sig->id, provenance).size() != per_transaction)
@@ -89,7 +91,13 @@ TEST(StoreThreads, ReadersNeverSeeAPartialTransaction) {
     });
   }
   while (readers_ready.load() < reader_count) std::this_thread::yield();
-  for (int n = 1; n <= batches; ++n) write_batch(writer, model, provenance, n);
+  for (int n = 1; n <= batches; ++n) {
+    write_batch(writer, model, provenance, n);
+    if (n == batches / 2) {  // make sure reads really overlap the writes, however the threads are scheduled
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (overlapping.load() == 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    }
+  }
   done.store(true);
   for (auto& t : readers) t.join();
 
@@ -97,9 +105,7 @@ TEST(StoreThreads, ReadersNeverSeeAPartialTransaction) {
     EXPECT_EQ(failures[r], "") << "reader " << r;
     EXPECT_GT(reads[r], 1) << "reader " << r;
   }
-  int64_t overlapping = 0;
-  for (int64_t n : intermediate) overlapping += n;
-  EXPECT_GT(overlapping, 0) << "no reader ran while the writer was writing; the test proved nothing";
+  EXPECT_GT(overlapping.load(), 0) << "no reader ran while the writer was writing; the test proved nothing";
   const Summary final = writer.summary();
   EXPECT_EQ(final.signatures, batches);
   EXPECT_EQ(final.measurements, batches * per_transaction);

@@ -274,10 +274,17 @@ SignatureUpsert Store::upsert_signature(std::string_view hash, std::string_view 
   checked_json(metadata_json, fmt::format("metadata_json of signature {}", hash), false);
 
   Transaction tx(*db_);
-  Statement select = db_->prepare("SELECT id, canonical_json FROM signatures WHERE hash = ?");
+  Statement select = db_->prepare("SELECT id, canonical_json, name, kind FROM signatures WHERE hash = ?");
   select.bind(1, hash);
   if (select.step()) {
     const std::string stored = select.column_text(1);
+    const std::string stored_name = select.column_text(2);
+    const std::string stored_kind = select.column_text(3);
+    if (stored_name != name || stored_kind != to_string(kind))
+      throw ConflictError(db_->path(), 0,
+                          fmt::format("signature {} is stored as {} '{}', now given as {} '{}'", hash, stored_kind,
+                                      stored_name, to_string(kind), name),
+                          "the name and kind are part of what is hashed: the caller passed another signature's hash");
     if (stored != canonical_json)
       throw ConflictError(db_->path(), 0,
                           fmt::format("signature {} ({}) is already stored with a different canonical form: stored "
