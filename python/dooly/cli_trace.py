@@ -1,0 +1,89 @@
+"""`dooly trace` (the C++ CLI execs `python -m dooly.cli_trace ...`): traces one model under one attention
+backend and writes traces/<model>__<attention>.json (format version 1, docs/dooly-tracing.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="dooly trace", description=__doc__)
+    p.add_argument("--engine", default="hf", choices=["hf"], help="serving engine to trace (hf: transformers CB)")
+    p.add_argument("--model", required=True, help="a config file (data/models/<name>.json) or a shipped name")
+    p.add_argument("--attention", default="paged|sdpa", help="attention implementation, e.g. 'paged|sdpa'")
+    p.add_argument("--out", default="traces", help="output folder")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    p.add_argument("--dtype", default=None, help="torch dtype (default: float32 on cpu, bfloat16 on cuda)")
+    p.add_argument("--tiny", action="store_true", help="use the tiny variant (data/models/tiny/) of the model")
+    p.add_argument("--no-verify", action="store_true", help="skip the second run at other request sizes")
+    p.add_argument("--strict", action="store_true", help="exit 4 when verification finds disagreements")
+    p.add_argument("--sdpa-kernel", default=None, choices=["flash", "efficient", "cudnn", "math"],
+                   help="force one PyTorch SDPA kernel (torch.nn.attention.sdpa_kernel) for paged|sdpa")
+    return p
+
+
+def _config_path(model: str, tiny: bool) -> Path:
+    from .models import model_path, tiny_path
+    p = Path(model)
+    if p.suffix == ".json" or p.exists():
+        if tiny:
+            t = p.parent / "tiny" / p.name
+            if not t.is_file():
+                raise FileNotFoundError(f"{t} does not exist: --tiny needs the tiny variant next to the config "
+                                        f"(data/models/tiny/{p.name}).")
+            return t
+        if not p.is_file():
+            raise FileNotFoundError(f"model config {p} does not exist. Pass a file from data/models/.")
+        return p
+    return tiny_path(model) if tiny else model_path(model)
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = _config_path(args.model, args.tiny)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"dooly trace: {e}", file=sys.stderr)
+        return 2
+    from .models import ConfigError
+    from .tracer import trace_model, write_trace
+    name = Path(args.model).stem if Path(args.model).suffix == ".json" else args.model
+    if args.tiny:
+        name = f"{name}-tiny"
+    ctx = None
+    if args.sdpa_kernel:
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                   "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[args.sdpa_kernel]
+        ctx = sdpa_kernel(backend)
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    try:
+        if ctx is not None:
+            with ctx:
+                doc = trace_model(str(config), args.attention, device=args.device, dtype=args.dtype,
+                                  model_name=name, verify=not args.no_verify, log=log)
+            doc["sdpa_kernel"] = args.sdpa_kernel
+        else:
+            doc = trace_model(str(config), args.attention, device=args.device, dtype=args.dtype, model_name=name,
+                              verify=not args.no_verify, log=log)
+    except ConfigError as e:
+        print(f"dooly trace: {e}", file=sys.stderr)
+        return 2
+    path = write_trace(doc, args.out)
+    s = doc["summary"]
+    print(f"{path}: {s['ops']} ops over {len(doc['steps'])} steps "
+          f"({', '.join(st['kind'] + ' ' + str(st['num_tokens']) + ' tok/' + str(st['num_requests']) + ' req' for st in doc['steps'])}); "
+          f"{s['fallback_ops']} without a rule, {s['ops_with_unknown_outputs']} with UNKNOWN outputs")
+    for n in doc["notes"]:
+        print(f"note: {n}", file=sys.stderr)
+    v = doc.get("verification")
+    if v and v["num_disagreements"] and args.strict:
+        return 4
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
