@@ -99,8 +99,12 @@ class HFEngine:
         self._version_check(transformers.__version__)
 
         self.config = load_config(config_path)
-        torch.manual_seed(seed)  # the random weights are a function of (config, seed, dtype)
-        model = AutoModelForCausalLM.from_config(self.config, attn_implementation=attention, dtype=self.dtype)
+        # Random weights, a function of (config, seed, dtype, device), made on the device itself (an 8B model is
+        # initialised in seconds on a GPU, minutes on the host); the caller's RNG state is left as it was.
+        rng_devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=rng_devices), torch.device(self.device):
+            torch.manual_seed(seed)
+            model = AutoModelForCausalLM.from_config(self.config, attn_implementation=attention, dtype=self.dtype)
         self.model = model.to(self.device).eval()
 
         if num_blocks is None and self.device.type == "cpu":
@@ -167,9 +171,12 @@ class HFEngine:
 
     def config_int_attributes(self) -> dict[str, int]:
         """Every integer attribute of the model config, sub-configs and dicts (rope parameters) included, by dotted
-        name; list items are named `<name>.<index>`. Booleans are not integers here."""
+        name; list items are named `<name>.<index>`. Booleans are not integers here, and the classification label
+        maps (`id2label`, `label2id`: PretrainedConfig's defaults for sequence-classification heads, not part of a
+        causal LM) are left out."""
+        data = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_MODEL_FIELDS}
         out: dict[str, int] = {}
-        _collect_ints(self.config.to_dict(), "", out)
+        _collect_ints(data, "", out)
         return out
 
     # ---------------------------------------------------------------------------------------------------- running
@@ -186,7 +193,10 @@ class HFEngine:
         if not requests:
             return []
         manager = self._manager
+        if manager is None:
+            raise EngineError("this HFEngine was closed; make a new one")
         bp = manager.batch_processor
+        _drain(manager.output_router.output_queue)  # outputs a failed earlier run may have left behind
         vocab = self.config.get_text_config().vocab_size
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self._runs)
         self._runs += 1
@@ -213,10 +223,7 @@ class HFEngine:
         if status.fatal_error is not None:
             raise EngineError(f"the engine's generation loop failed: {status.fatal_error}") from status.fatal_error
 
-        outputs = {}
-        while not manager.output_router.output_queue.empty():
-            out = manager.output_router.output_queue.get_nowait()
-            outputs[out.request_id] = out
+        outputs = {out.request_id: out for out in _drain(manager.output_router.output_queue)}
         for rid, (prompt_len, new_tokens) in zip(request_ids, requests):
             out = outputs.get(rid)
             if out is None or out.error is not None:
@@ -226,6 +233,36 @@ class HFEngine:
                 raise EngineError(f"request {rid} generated {len(out.generated_tokens)} tokens, asked {new_tokens}")
             self.last_outputs[rid] = list(out.generated_tokens)
         return hooks.steps
+
+
+    def close(self) -> None:
+        """Releases the engine's KV cache and the model (GPU memory); the engine cannot run afterwards."""
+        if self._manager is not None:
+            self._manager.destroy()
+            self._manager.batch_processor = None
+            self._manager = None
+            self.model = None
+            import gc
+            gc.collect()
+            import torch
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+
+    def __enter__(self) -> "HFEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _drain(q) -> list:
+    import queue
+    items = []
+    while True:
+        try:
+            items.append(q.get_nowait())
+        except queue.Empty:
+            return items
 
 
 def _check_request(i: int, r) -> tuple[int, int]:
@@ -328,6 +365,7 @@ class _StepHooks:
 
 
 _MISSING = object()
+_NOT_MODEL_FIELDS = frozenset({"id2label", "label2id"})
 
 
 def _step_info(step: int, scheduled, decoding: set[str], num_q_tokens: int, max_kv_read: int) -> StepInfo:
