@@ -202,6 +202,6 @@ def write_trace(doc: dict, out_dir: str) -> Path:
     safe_attention = doc["attention"].replace("|", "_")
     path = out / f"{doc['model']}__{safe_attention}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path

@@ -1,0 +1,85 @@
+// The canonical serialization and its hash: exact bytes, a hard-coded hash (cross-machine drift shows up
+// here), what is and is not hashed.
+#include <gtest/gtest.h>
+
+#include "dooly/signature/canonical.hpp"
+#include "dooly/signature/sha256.hpp"
+#include "dooly/signature/sign.hpp"
+#include "dooly/trace/call_tree.hpp"
+
+namespace dooly::signature {
+namespace {
+
+using nlohmann::json;
+
+trace::DimLabel dim(int64_t v, taint::Kind k, std::string e, std::string f) { return {v, k, std::move(e), std::move(f)}; }
+
+trace::OpRecord linear_op(int64_t toks, int64_t hidden) {
+  trace::OpRecord op;
+  op.op = "linear";
+  op.module = "model.layers.0.mlp.down_proj";
+  op.inputs = {{{dim(1, taint::Kind::none, "1", "1"), dim(toks, taint::Kind::num_toks, "NUM_TOKS", "NUM_TOKS"),
+                 dim(176, taint::Kind::model_config, "intermediate_size", "176")}, "bfloat16"},
+               {{dim(hidden, taint::Kind::model_config, "hidden_size", std::to_string(hidden)),
+                 dim(176, taint::Kind::model_config, "intermediate_size", "176")}, "bfloat16"}};
+  op.outputs = {{{dim(1, taint::Kind::none, "1", "1"), dim(toks, taint::Kind::num_toks, "NUM_TOKS", "NUM_TOKS"),
+                  dim(hidden, taint::Kind::model_config, "hidden_size", std::to_string(hidden))}, "bfloat16"}};
+  op.scalars = {{"2", "none", nullptr, std::nullopt}, {"alpha", "float", 1e-06, std::nullopt}};
+  op.kernels = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"};
+  return op;
+}
+
+TEST(Sha256, KnownVector) {
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Canonical, ExactBytesAndHardCodedHash) {
+  const std::string bytes = serialize(canonical_op(linear_op(521, 64), ""));
+  EXPECT_EQ(bytes,
+            R"({"attrs":"","inputs":[{"dtype":"bfloat16","shape":["1","NUM_TOKS:NUM_TOKS","176"]},)"
+            R"({"dtype":"bfloat16","shape":["64","176"]}],"kind":"op","name":"linear",)"
+            R"("outputs":[{"dtype":"bfloat16","shape":["1","NUM_TOKS:NUM_TOKS","64"]}],)"
+            R"("scalars":[["2","none",null],["alpha","float","1e-06"]],"v":1})");
+  // Computed once from the bytes above (python3 -c "import hashlib;print(hashlib.sha256(b'...').hexdigest())");
+  // a change here means every stored signature changes: bump kSignatureVersion and say so in the docs.
+  EXPECT_EQ(sha256_hex(bytes), "9c49f2370929b6c95e6210e1fa547ce8955c5e0675b487e78aa2a37ed9dc766d");
+}
+
+TEST(Canonical, RequestDimsAreNotHashedByValueConfigDimsAre) {
+  const std::string a = sha256_hex(serialize(canonical_op(linear_op(521, 64), "")));
+  EXPECT_EQ(a, sha256_hex(serialize(canonical_op(linear_op(131, 64), "")))) << "NUM_TOKS value must not matter";
+  EXPECT_NE(a, sha256_hex(serialize(canonical_op(linear_op(521, 128), "")))) << "a config dim must";
+  trace::OpRecord k = linear_op(521, 64);
+  k.kernels = {"other_kernel"};
+  EXPECT_EQ(a, sha256_hex(serialize(canonical_op(k, "")))) << "kernel symbols are metadata";
+  trace::OpRecord bf = linear_op(521, 64);
+  bf.inputs[0].dtype = "float16";
+  EXPECT_NE(a, sha256_hex(serialize(canonical_op(bf, "")))) << "dtype is hashed";
+}
+
+TEST(Canonical, AttributeDigestSkipsTrainingIndicesAndStrings) {
+  const json a = {{"sliding_window", 4096}, {"scaling", 0.0625}, {"is_causal", true}};
+  json b = a;
+  b["training"] = true;
+  b["layer_idx"] = 7;
+  b["layer_type"] = "sliding_attention";
+  EXPECT_EQ(attrs_digest(a), attrs_digest(b));
+  json c = a;
+  c["sliding_window"] = nullptr;  // a global-attention layer
+  EXPECT_NE(attrs_digest(a), attrs_digest(c));
+  EXPECT_EQ(attrs_digest(json::object()), "");
+  EXPECT_EQ(attrs_digest(json{{"training", false}}), "");
+}
+
+TEST(Canonical, ModuleSerialization) {
+  EXPECT_EQ(serialize(canonical_module("LlamaMLP", "", {"aa", "bb"})),
+            R"({"attrs":"","children":["aa","bb"],"kind":"module","name":"LlamaMLP","v":1})");
+  EXPECT_EQ(dim_token(dim(3, taint::Kind::mix, "NUM_TOKS*head_dim", "16*NUM_TOKS")), "MIX:16*NUM_TOKS");
+  EXPECT_EQ(dim_token(dim(3, taint::Kind::none, "layer_idx", "layer_idx")), "layer_idx");
+  EXPECT_EQ(float_token(0.1), "0.1");
+  EXPECT_EQ(float_token(1e-5), "1e-05");
+}
+
+}  // namespace
+}  // namespace dooly::signature

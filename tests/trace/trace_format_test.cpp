@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "dooly/common/error.hpp"
+#include "dooly/trace/trace.hpp"
+#include "small_trace.hpp"
+
+namespace dooly::trace {
+namespace {
+
+using nlohmann::json;
+
+std::string error_of(const json& j) {
+  try {
+    parse_trace(j, "t.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TraceFormat, ParsesTheSmallTrace) {
+  Trace t = parse_trace(testing::small_trace(), "small");
+  EXPECT_EQ(t.model, "toy");
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(t.steps[0].ops.size(), 7u);
+  EXPECT_EQ(t.steps[0].calls.size(), 4u);
+  EXPECT_EQ(t.modules.at("layers.2").cls, "Layer");
+  const DimLabel& d = t.steps[0].ops[0].inputs[0].shape[0];
+  EXPECT_EQ(d.kind, taint::Kind::num_toks);
+  EXPECT_EQ(d.value, 7);
+}
+
+TEST(TraceFormat, VersionIsChecked) {
+  json j = testing::small_trace();
+  j["version"] = 2;
+  EXPECT_NE(error_of(j).find("trace format version 2 is not supported (this build reads version 1)"), std::string::npos);
+  j.erase("version");
+  EXPECT_NE(error_of(j).find("not a dooly trace"), std::string::npos);
+}
+
+TEST(TraceFormat, MissingFieldsAndBadKindsAreNamed) {
+  json j = testing::small_trace();
+  j.erase("config_hash");
+  EXPECT_NE(error_of(j).find("missing field 'config_hash'"), std::string::npos);
+  j = testing::small_trace();
+  j["steps"][0]["ops"][0]["inputs"][0]["shape"][0]["k"] = "NUM_TOKENS";
+  EXPECT_NE(error_of(j).find("'NUM_TOKENS' is not a taint kind"), std::string::npos);
+  j = testing::small_trace();
+  j["steps"][0]["ops"][0]["seq"] = "two";
+  EXPECT_NE(error_of(j).find("field 'seq' has the wrong type"), std::string::npos);
+}
+
+TEST(TraceFormat, ReadsTheGoldenTinyLlama) {
+  Trace t = read_trace(DOOLY_SOURCE_DIR "/tests/data/traces/llama-3.1-8b-tiny__paged_sdpa.json");
+  EXPECT_EQ(t.model, "llama-3.1-8b-tiny");
+  EXPECT_EQ(t.architecture, "LlamaForCausalLM");
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].kind, "prefill");
+  EXPECT_EQ(t.steps[0].num_tokens, 521);
+  EXPECT_EQ(t.steps[1].kind, "mixed");
+  EXPECT_EQ(t.steps[1].num_tokens, 131);
+  EXPECT_EQ(t.verification.at("num_disagreements"), 0);
+  // Every dim of every op is labelled; none UNKNOWN in the tiny Llama.
+  int64_t dims = 0;
+  for (const auto& s : t.steps)
+    for (const auto& o : s.ops)
+      for (const auto* side : {&o.inputs, &o.outputs})
+        for (const auto& ti : *side)
+          for (const auto& d : ti.shape) {
+            ++dims;
+            EXPECT_NE(d.kind, taint::Kind::unknown) << o.op << " in " << o.module;
+          }
+  EXPECT_GT(dims, 3000);
+  EXPECT_THROW(read_trace("/nonexistent/trace.json"), InputError);
+}
+
+}  // namespace
+}  // namespace dooly::trace
