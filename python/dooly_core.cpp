@@ -51,9 +51,10 @@ PYBIND11_MODULE(dooly_core, m) {
   m.attr("TRACE_FORMAT_VERSION") = trace::kTraceFormatVersion;
   m.attr("SIGNATURE_VERSION") = signature::kSignatureVersion;
 
+  // pybind11 tries translators newest first: the base class goes first so the derived ones win.
+  py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   py::register_exception<InputError>(m, "InputError", PyExc_ValueError);
   py::register_exception<DuplicateError>(m, "DuplicateError", PyExc_ValueError);
-  py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
 
   m.def("combine", [](const std::string& a, const std::string& b) {
     return std::string(taint::to_string(taint::combine(taint::kind_from_string(a), taint::kind_from_string(b))));

@@ -1,0 +1,170 @@
+"""The torch tracer without the engine: tainted ints, op capture through the C++ rules, uncovered ops,
+value collisions, verification, and the trace CLI's bad-input messages."""
+
+import json
+
+import pytest
+import torch
+
+
+
+def _core():
+    try:
+        import dooly_core as core
+    except ImportError as e:  # never a silent skip: the binding is part of the build
+        pytest.fail(f"dooly_core is not importable ({e}); build it with scripts/build.sh default dooly_core",
+                    pytrace=False)
+    return core
+
+
+from dooly.tracer import tint  # noqa: E402
+from dooly.tracer.recorder import Recorder, TaintMode  # noqa: E402
+from dooly.tracer import encode as enc  # noqa: E402
+from dooly.tracer.tint import TInt  # noqa: E402
+from dooly.tracer.verify import compare_runs  # noqa: E402
+
+
+@pytest.fixture()
+def session():
+    s = _core().Session()
+    tint.set_session(s)
+    yield s
+    tint.set_session(None)
+
+
+def kind_expr(s, x):
+    v, k, e, f = s.describe(x.label)
+    assert v == int(x)
+    return k, e
+
+
+def test_tainted_int_arithmetic_follows_the_table(session):
+    h = TInt(64, session.sym("hidden_size", "MODEL_CONFIG", 64))
+    n = TInt(4, session.sym("num_attention_heads", "MODEL_CONFIG", 4))
+    t = TInt(37, session.sym("NUM_TOKS", "NUM_TOKS", 37))
+    d = h // n
+    assert isinstance(d, TInt) and int(d) == 16
+    assert kind_expr(session, d) == ("MODEL_CONFIG", "hidden_size//num_attention_heads")
+    assert kind_expr(session, t * d) == ("MIX", "NUM_TOKS*(hidden_size//num_attention_heads)")
+    assert kind_expr(session, 1 + t) == ("NUM_TOKS", "1+NUM_TOKS")
+    assert kind_expr(session, t - t) == ("NONE", "0")
+    assert type(h / n) is float  # true division leaves the integers
+    tint.set_session(None)
+    assert type(h + 1) is int  # no session: plain ints, labels never leak into later code
+
+
+def test_combine_is_exposed():
+    core = _core()
+    assert core.combine("NUM_TOKS", "MODEL_CONFIG") == "MIX"
+    assert core.combine("MAX_NUM_TOKS", "NUM_TOKS") == "NUM_TOKS"
+    assert core.combine("UNKNOWN", "NONE") == "UNKNOWN"
+    with pytest.raises(ValueError, match="is not a taint kind"):
+        core.combine("TOKENS", "NONE")
+
+
+class Toy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(64, 64, bias=False)
+        self.head_dim = 16
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.proj(x).view(b, t, -1, self.head_dim).transpose(1, 2)
+        s = torch.cat([q, q], dim=-1)
+        return s[:, :, : t // 2]
+
+
+def run_toy(session, x, fn):
+    rec = Recorder(session)
+    rec.recording = True
+    with TaintMode(rec):
+        out = fn(x)
+    return rec, out
+
+
+def test_ops_are_labelled_through_the_rules(session):
+    toy = Toy()
+    toy.head_dim = TInt(16, session.sym("head_dim", "MODEL_CONFIG", 16))
+    hid = session.sym("hidden_size", "MODEL_CONFIG", 64)
+    enc.set_tensor_labels(toy.proj.weight, [hid, hid])
+    x = torch.randn(1, 37, 64)
+    enc.set_tensor_labels(x, [session.constant(1), session.sym("NUM_TOKS", "NUM_TOKS", 37), hid])
+    rec, out = run_toy(session, x, toy)
+    ops = [o["op"] for o in rec.ops]
+    assert ops == ["linear", "view", "transpose", "cat", "getitem"]
+    view = rec.ops[1]["outputs"][0]["shape"]
+    assert [(d["k"], d["e"]) for d in view] == [("NONE", "1"), ("NUM_TOKS", "NUM_TOKS"),
+                                                ("MODEL_CONFIG", "hidden_size//head_dim"),
+                                                ("MODEL_CONFIG", "head_dim")]
+    last = rec.ops[-1]["outputs"][0]["shape"]
+    assert [(d["k"], d["e"]) for d in last] == [("NONE", "1"), ("MODEL_CONFIG", "hidden_size//head_dim"),
+                                                ("NUM_TOKS", "NUM_TOKS//2"), ("MODEL_CONFIG", "2*head_dim")]
+    assert session.counters()["fallback_ops"] == 0 and session.counters()["unknown_dims"] == 0
+
+
+def test_value_collision_does_not_mislabel(session):
+    # hidden_size == NUM_TOKS == 37: the labels are symbolic, so each dim keeps its own origin.
+    hid = session.sym("hidden_size", "MODEL_CONFIG", 37)
+    toks = session.sym("NUM_TOKS", "NUM_TOKS", 37)
+    x = torch.randn(37, 37)
+    enc.set_tensor_labels(x, [toks, hid])
+    rec, out = run_toy(session, x, lambda x: x.sum(dim=0).unsqueeze(0))
+    assert [(d["k"], d["e"]) for d in rec.ops[0]["outputs"][0]["shape"]] == [("MODEL_CONFIG", "hidden_size")]
+    # Where only sizes can decide (an op no rule covers), the match is flagged as ambiguous, never guessed.
+    rec, out = run_toy(session, x, lambda x: torch.kron(x[:1, :1], x))
+    kron = rec.ops[-1]
+    assert kron["coverage"] == "fallback"
+    assert [d["k"] for d in kron["outputs"][0]["shape"]] == ["UNKNOWN", "UNKNOWN"]
+    assert any("ambiguous" in n for n in kron["notes"])
+    assert session.counters()["ambiguous"] == 2
+
+
+def test_uncovered_op_is_recorded_as_unknown_and_counted(session):
+    x = torch.randn(3, 5)
+    enc.set_tensor_labels(x, [session.sym("NUM_REQS", "NUM_REQS", 3), session.sym("hidden_size", "MODEL_CONFIG", 5)])
+    rec, out = run_toy(session, x, lambda x: torch.kron(x, x))  # [9, 25]: no input dim has those sizes
+    assert rec.ops[-1]["op"] == "kron" and rec.ops[-1]["rule"] == "fallback"
+    assert [d["e"] for d in rec.ops[-1]["outputs"][0]["shape"]] == ["UNKNOWN", "UNKNOWN"]
+    assert any("no rule covers op 'kron'" in n for n in rec.ops[-1]["notes"])
+    c = session.counters()
+    assert c["fallback_ops"] == 1 and c["unknown_dims"] == 2
+
+
+def test_unlabelled_inputs_are_counted_not_guessed(session):
+    x = torch.randn(4, 6)  # no labels at all
+    rec, out = run_toy(session, x, lambda x: x * 2)
+    assert [d["e"] for d in rec.ops[0]["inputs"][0]["shape"]] == ["UNLABELLED", "UNLABELLED"]
+    assert session.counters()["unlabelled_inputs"] == 2
+
+
+def _op(seq, dims):
+    return {"seq": seq, "op": "linear", "module": "m", "inputs": [], "outputs": [{"shape": dims, "dtype": "f"}]}
+
+
+def test_verification_reports_every_disagreement():
+    cfg = lambda v: {"v": v, "k": "MODEL_CONFIG", "e": "hidden_size", "f": str(v)}  # noqa: E731
+    tok = lambda v: {"v": v, "k": "NUM_TOKS", "e": "NUM_TOKS", "f": "NUM_TOKS"}  # noqa: E731
+    a = {"steps": [{"kind": "prefill", "num_tokens": 521, "num_requests": 3,
+                    "ops": [_op(0, [tok(521), cfg(64)]), _op(1, [tok(521), cfg(64)])]}]}
+    b = {"steps": [{"kind": "prefill", "num_tokens": 389, "num_requests": 4,
+                    "ops": [_op(0, [tok(389), cfg(64)]), _op(1, [tok(521), cfg(65)])]}]}
+    v = compare_runs(a, b, {"max_batch_tokens": 389, "requests": [(1, 1)]})
+    assert v["checked_dims"] == 4
+    assert v["num_disagreements"] == 2
+    assert sorted(d["problem"] for d in v["disagreements"]) == ["MODEL_CONFIG dim changed",
+                                                                 "NUM_TOKS dim did not change"]
+
+
+def test_trace_cli_bad_inputs(tmp_path, capsys):
+    from dooly import cli_trace
+    assert cli_trace.main(["--model", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model_type": "llama", "hidden_size": 64,')
+    assert cli_trace.main(["--model", str(bad), "--out", str(tmp_path)]) == 2
+    assert "malformed JSON" in capsys.readouterr().err
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(json.dumps({"model_type": "no-such-arch", "architectures": ["NoSuchForCausalLM"]}))
+    assert cli_trace.main(["--model", str(unknown), "--out", str(tmp_path)]) == 2
+    assert "model_type" in capsys.readouterr().err
