@@ -129,9 +129,17 @@ TEST_F(RaplTest, AmdNamingIsAccepted) {
   test::write_file(z + "/name", "package-0\n");
   test::write_file(z + "/energy_uj", "10\n");
   test::write_file(z + "/max_energy_range_uj", "4294967295\n");
+  const std::string die = dir_.path() + "/sys/class/powercap/amd-rapl:1";
+  fs::create_directories(die);
+  test::write_file(die + "/name", "package-1-die-0\n");
+  test::write_file(die + "/energy_uj", "10\n");
+  test::write_file(die + "/max_energy_range_uj", "4294967295\n");
+  fs::create_directories(dir_.path() + "/sys/class/powercap/amd-rapl-mmio:0");  // not a RAPL zone: ignored
   auto s = provider_->open(options_);
-  ASSERT_EQ(s->channels().size(), 1u);
+  ASSERT_EQ(s->channels().size(), 2u);
   EXPECT_EQ(s->channels()[0].name, "cpu0");
+  EXPECT_EQ(s->channels()[1].name, "cpu1die0");
+  EXPECT_EQ(s->channels()[1].device, 1);
 }
 
 TEST_F(RaplTest, MissingTreeAndVanishedFilesAreExplained) {
@@ -207,7 +215,7 @@ TEST_F(RaplTest, RootOnlyCounterIsExplained) {
   }
   EXPECT_FALSE(available);
   EXPECT_NE(reason.find(zone("intel-rapl:0") + "/energy_uj: Permission denied"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("root only on Linux >= 5.10"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("root-only on Linux >= 5.10"), std::string::npos) << reason;
   EXPECT_NE(reason.find("chmod o+r"), std::string::npos) << reason;
 }
 

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -64,13 +64,56 @@ std::string read_required(const fs::path& file) {
   return s;
 }
 
+// Leading decimal digits of `s` from `pos` as a number; advances pos. nullopt if there are none.
+std::optional<int> digits(std::string_view s, size_t& pos) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data() + pos, s.data() + s.size(), v);
+  if (ec != std::errc() || v < 0) return std::nullopt;
+  pos = static_cast<size_t>(p - s.data());
+  return v;
+}
+
 // "package-3" -> 3, "package-1-die-0" -> 1 (and die 0).
-std::optional<int> package_number(const std::string& kind, int* die = nullptr) {
-  static const std::regex re(R"(package-(\d+)(?:-die-(\d+))?)");
-  std::smatch m;
-  if (!std::regex_match(kind, m, re)) return std::nullopt;
-  if (die) *die = m[2].matched ? std::stoi(m[2]) : -1;
-  return std::stoi(m[1]);
+std::optional<int> package_number(std::string_view kind, int* die = nullptr) {
+  constexpr std::string_view prefix = "package-", die_infix = "-die-";
+  if (kind.substr(0, prefix.size()) != prefix) return std::nullopt;
+  size_t pos = prefix.size();
+  auto pkg = digits(kind, pos);
+  if (!pkg) return std::nullopt;
+  int d = -1;
+  if (pos != kind.size()) {
+    if (kind.substr(pos, die_infix.size()) != die_infix) return std::nullopt;
+    pos += die_infix.size();
+    auto dn = digits(kind, pos);
+    if (!dn || pos != kind.size()) return std::nullopt;
+    d = *dn;
+  }
+  if (die) *die = d;
+  return pkg;
+}
+
+struct ZoneId {
+  std::string prefix;  // "intel-rapl" or "amd-rapl"
+  int n = 0, m = -1;   // intel-rapl:N[:M]
+};
+
+// Parses a powercap zone folder name; intel-rapl-mmio:*, dtpm and the control-type folders are not RAPL zones.
+std::optional<ZoneId> parse_zone_id(std::string_view name) {
+  ZoneId id;
+  for (std::string_view prefix : {"intel-rapl:", "amd-rapl:"})
+    if (name.substr(0, prefix.size()) == prefix) id.prefix = std::string(prefix.substr(0, prefix.size() - 1));
+  if (id.prefix.empty()) return std::nullopt;
+  size_t pos = id.prefix.size() + 1;
+  auto n = digits(name, pos);
+  if (!n) return std::nullopt;
+  id.n = *n;
+  if (pos == name.size()) return id;
+  if (name[pos] != ':') return std::nullopt;
+  ++pos;
+  auto m = digits(name, pos);
+  if (!m || pos != name.size()) return std::nullopt;
+  id.m = *m;
+  return id;
 }
 
 }  // namespace
@@ -83,7 +126,7 @@ uint64_t counter_modulus_uj(uint64_t max_energy_range_uj) noexcept {
 
 std::string read_failure_fix(int err) {
   if (err == EACCES || err == EPERM)
-    return "energy_uj is readable by root only on Linux >= 5.10 (CVE-2020-8694): run as root, or grant read "
+    return "energy_uj is root-only on Linux >= 5.10 (CVE-2020-8694): run as root, or grant read "
            "access, e.g. `sudo chmod o+r /sys/class/powercap/*-rapl:*/energy_uj` (lasts until reboot; a udev rule "
            "makes it permanent), or choose another power source with DOOLY_POWER_SOURCE";
   if (err == ENOENT) return "the RAPL zone disappeared (driver unloaded or CPU offline): reload intel_rapl_msr";
@@ -96,7 +139,6 @@ std::vector<Zone> discover_zones(const std::string& root) {
   if (!fs::is_directory(dir, ec))
     throw SourceError("rapl", ENOENT, fmt::format("no powercap folder {}", dir.string()), kNoRaplFix);
 
-  static const std::regex id_re(R"((intel-rapl|amd-rapl):(\d+)(?::(\d+))?)");
   struct Found {
     std::string prefix;
     int n, m;
@@ -104,10 +146,9 @@ std::vector<Zone> discover_zones(const std::string& root) {
   };
   std::vector<Found> found;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    const std::string id = it->path().filename().string();
-    std::smatch m;
-    if (!std::regex_match(id, m, id_re)) continue;  // intel-rapl-mmio:*, dtpm, control types
-    found.push_back({m[1], std::stoi(m[2]), m[3].matched ? std::stoi(m[3]) : -1, it->path()});
+    auto id = parse_zone_id(it->path().filename().string());
+    if (!id) continue;
+    found.push_back({id->prefix, id->n, id->m, it->path()});
   }
   if (ec) throw SourceError("rapl", ec.value(), fmt::format("cannot list {}: {}", dir.string(), ec.message()), kNoRaplFix);
   if (found.empty()) throw SourceError("rapl", 0, fmt::format("no RAPL zone under {}", dir.string()), kNoRaplFix);
