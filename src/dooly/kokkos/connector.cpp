@@ -110,6 +110,8 @@ void Connector::parse_args(int argc, char** argv) noexcept {
       if (i == 0 && a.find('=') == std::string::npos) continue;  // argv[0]: the tool library's name
       args.push_back(std::move(a));
     }
+    // No arguments: the constructor already read (and, if bad, reported) the environment.
+    if (args.empty()) return;
     settings_.apply_args(args);
     settings_ok_ = true;
   } catch (const std::exception& e) {
@@ -150,7 +152,7 @@ void Connector::begin_kernel(Kind kind, const char* name, uint32_t dev_id, uint6
 
 void Connector::end_kernel(uint64_t kernel_id) noexcept {
   if (!profiler_ || kernel_id == 0) return;
-  profiler_->end(static_cast<energy::KeyId>(kernel_id >> 32), static_cast<int32_t>(kernel_id & 0xffffffffu) - 1);
+  profiler_->end(decode_key(kernel_id), static_cast<int32_t>(kernel_id & 0xffffffffu) - 1);
 }
 
 void Connector::push_region(const char* name) noexcept {

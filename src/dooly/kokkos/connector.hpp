@@ -63,9 +63,11 @@ class Connector {
   const std::string& last_table() const noexcept { return table_; }
 
  private:
+  // Never 0 (0 = "no window"): key 0 on a host device (-1) must still get a handle.
   static uint64_t encode(energy::KeyId key, int32_t device) noexcept {
-    return (static_cast<uint64_t>(key) << 32) | static_cast<uint32_t>(device + 1);
+    return ((static_cast<uint64_t>(key) + 1) << 32) | static_cast<uint32_t>(device + 1);
   }
+  static energy::KeyId decode_key(uint64_t handle) noexcept { return static_cast<energy::KeyId>((handle >> 32) - 1); }
   void disable(const std::string& why) noexcept;
   void write_outputs() noexcept;
 

@@ -1,0 +1,585 @@
+// The Connector driven hook by hook over the real Profiler, sampler thread and attributor, with a fake power
+// session of constant power per channel: every energy is P(channel) x time, exactly.
+#include "dooly/kokkos/connector.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "dooly/common/error.hpp"
+#include "dooly/energy/report_writers.hpp"
+#include "fake_power.hpp"
+
+namespace dooly::kokkos {
+namespace {
+
+namespace fs = std::filesystem;
+using energy::Kind;
+
+constexpr double kGpu0W = 150.0;
+constexpr double kGpu1W = 400.0;
+
+// devID as Kokkos builds it: top 8 bits device type, next 7 device id, low 17 instance.
+uint32_t dev_id(DeviceType type, uint32_t device, uint32_t instance = 0) {
+  return (static_cast<uint32_t>(type) << 24) | (device << 17) | instance;
+}
+
+// Every DOOLY_* variable the connector reads: cleared before each test and restored after, so tests (and
+// parse_args, which writes them) do not leak settings into each other.
+const char* const kVars[] = {"DOOLY_POWER_SOURCE", "DOOLY_REPLAY_FILE", "DOOLY_REPLAY_REALTIME", "DOOLY_PERIOD_MS",
+                             "DOOLY_BASELINE_MS",  "DOOLY_BASELINE_W",  "DOOLY_SENSOR_WINDOW_MS",
+                             "DOOLY_SENSOR_DELAY_MS", "DOOLY_MODEL",     "DOOLY_MODE",
+                             "DOOLY_RECORD",       "DOOLY_MAX_EVENTS",  "DOOLY_GPUS",
+                             "DOOLY_OUTPUT",       "DOOLY_TABLE",       "DOOLY_FENCES",
+                             "DOOLY_TABLE_FILE",   "DOOLY_NVML_MODE"};
+
+int count_dooly_lines(const std::string& text) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("dooly:", 0) == 0) ++n;
+  return n;
+}
+
+class ConnectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : kVars) {
+      if (const char* old = std::getenv(v)) saved_[v] = old;
+      unsetenv(v);
+    }
+    setenv("DOOLY_PERIOD_MS", "2", 1);
+    setenv("DOOLY_OUTPUT", "none", 1);
+    setenv("DOOLY_TABLE", "0", 1);
+    dir_ = fs::path(DOOLY_BINARY_DIR) / "tests" / "kokkos" /
+           ("connector_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (const char* v : kVars) unsetenv(v);
+    for (const auto& [k, v] : saved_) setenv(k.c_str(), v.c_str(), 1);
+    fs::remove_all(dir_);
+  }
+
+  // A factory that builds the real Profiler over two constant-power GPUs and counts its calls.
+  Connector::ProfilerFactory factory() {
+    return [this](const energy::ProfilerOptions& o) {
+      ++factory_calls_;
+      last_options_ = o;
+      return std::make_unique<energy::Profiler>(
+          o, std::make_unique<testing::ConstantPowerSession>(std::vector<double>{kGpu0W, kGpu1W}), "fake");
+    };
+  }
+
+  static void window_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+  std::map<std::string, std::string> saved_;
+  fs::path dir_;
+  int factory_calls_ = 0;
+  std::optional<energy::ProfilerOptions> last_options_;
+};
+
+const energy::ChannelReport& channel(const energy::Report& r, const std::string& name) {
+  for (const auto& c : r.channels)
+    if (c.channel.name == name) return c;
+  throw std::runtime_error("no channel " + name);
+}
+
+const energy::RegionRow* find_row(const energy::ChannelReport& c, const std::string& name) {
+  for (const auto& r : c.rows)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+const energy::RegionRow& row(const energy::ChannelReport& c, const std::string& name) {
+  const energy::RegionRow* r = find_row(c, name);
+  if (!r) throw std::runtime_error("no row " + name + " on " + c.channel.name);
+  return *r;
+}
+
+std::optional<std::string> meta(const energy::Report& r, const std::string& key) {
+  for (const auto& [k, v] : r.meta)
+    if (k == key) return v;
+  return std::nullopt;
+}
+
+// A row that was charged nothing on a channel: absent, or present with no calls and no energy.
+void expect_not_charged(const energy::ChannelReport& c, const std::string& name) {
+  const energy::RegionRow* r = find_row(c, name);
+  if (!r) return;
+  EXPECT_EQ(r->calls, 0u) << name << " on " << c.channel.name;
+  EXPECT_EQ(r->energy_j, 0.0) << name << " on " << c.channel.name;
+}
+
+void expect_p_times_t(const energy::RegionRow& r, double watts) {
+  EXPECT_GT(r.time_s, 0.0) << r.name;
+  EXPECT_NEAR(r.energy_j, watts * r.time_s, 1e-9 * watts * r.time_s + 1e-12) << r.name;
+}
+
+TEST_F(ConnectorTest, KernelsOfEveryKindAreRoutedByDeviceAndChargedPowerTimesTime) {
+  Connector c(factory());
+  c.init(0, 20211015);
+  ASSERT_TRUE(c.active());
+  EXPECT_EQ(factory_calls_, 1);
+  ASSERT_TRUE(last_options_.has_value());
+  EXPECT_EQ(last_options_->period_ns, 2'000'000);
+
+  uint64_t kid = 99;
+  for (int i = 0; i < 3; ++i) {  // CUDA device 1, instance 5: charged on gpu1 only
+    c.begin_kernel(Kind::kernel_for, "axpy", dev_id(DeviceType::cuda, 1, 5), &kid);
+    EXPECT_NE(kid, 0u);
+    window_ms(3);
+    c.end_kernel(kid);
+  }
+  c.begin_kernel(Kind::kernel_reduce, "dot", dev_id(DeviceType::cuda, 0), &kid);  // gpu0 only
+  window_ms(4);
+  c.end_kernel(kid);
+  for (int i = 0; i < 2; ++i) {  // Serial: host work, charged on every channel
+    c.begin_kernel(Kind::kernel_scan, "prefix", dev_id(DeviceType::serial, 0), &kid);
+    window_ms(2);
+    c.end_kernel(kid);
+  }
+  c.end_kernel(0);  // the id a disabled hook hands out: ignored
+  c.finalize();
+  EXPECT_FALSE(c.active());
+
+  const energy::Report& rep = c.last_report();
+  ASSERT_EQ(rep.channels.size(), 2u);
+  EXPECT_EQ(rep.backend, "fake");
+  EXPECT_EQ(rep.unmatched_events, 0u);
+  const auto& g0 = channel(rep, "gpu0");
+  const auto& g1 = channel(rep, "gpu1");
+
+  EXPECT_EQ(row(g1, "axpy").calls, 3u);
+  EXPECT_EQ(row(g1, "axpy").kind, Kind::kernel_for);
+  EXPECT_GE(row(g1, "axpy").time_s, 0.009);
+  expect_p_times_t(row(g1, "axpy"), kGpu1W);
+  expect_not_charged(g0, "axpy");
+
+  EXPECT_EQ(row(g0, "dot").calls, 1u);
+  EXPECT_EQ(row(g0, "dot").kind, Kind::kernel_reduce);
+  EXPECT_GE(row(g0, "dot").time_s, 0.004);
+  expect_p_times_t(row(g0, "dot"), kGpu0W);
+  expect_not_charged(g1, "dot");
+
+  for (const auto* ch : {&g0, &g1}) {
+    const auto& r = row(*ch, "prefix");
+    EXPECT_EQ(r.calls, 2u);
+    EXPECT_EQ(r.kind, Kind::kernel_scan);
+    EXPECT_GE(r.time_s, 0.004);
+    expect_p_times_t(r, ch == &g0 ? kGpu0W : kGpu1W);
+  }
+  // The same windows on both channels: equal times, energies in the ratio of the powers.
+  EXPECT_DOUBLE_EQ(row(g0, "prefix").time_s, row(g1, "prefix").time_s);
+}
+
+TEST_F(ConnectorTest, TheFirstKernelOnAHostBackEndGetsAHandleAndClosesItsWindow) {
+  // Regression: key 0 on a host device once encoded to handle 0 ("no window"), so its end was dropped.
+  Connector c(factory());
+  c.init(0, 0);
+  uint64_t kid = 0;
+  c.begin_kernel(Kind::kernel_for, "Kokkos::View::initialization [x]", dev_id(DeviceType::serial, 0), &kid);
+  EXPECT_NE(kid, 0u);
+  window_ms(2);
+  c.end_kernel(kid);
+  c.finalize();
+  EXPECT_EQ(c.last_report().unmatched_events, 0u);
+  const auto& r = row(channel(c.last_report(), "gpu0"), "Kokkos::View::initialization [x]");
+  EXPECT_EQ(r.calls, 1u);
+  EXPECT_GE(r.time_s, 0.002);
+  expect_p_times_t(r, kGpu0W);
+}
+
+TEST_F(ConnectorTest, RegionsNestAndAPopWithoutAPushIsIgnored) {
+  Connector c(factory());
+  c.init(0, 0);
+  c.pop_region();  // nothing open: ignored
+  c.push_region("outer");
+  window_ms(2);
+  c.push_region("inner");
+  window_ms(3);
+  c.pop_region();
+  window_ms(2);
+  c.pop_region();
+  c.pop_region();  // one too many: ignored
+  c.push_region(nullptr);  // no name: ignored
+  c.finalize();
+
+  const energy::Report& rep = c.last_report();
+  EXPECT_EQ(rep.unmatched_events, 0u);
+  for (const auto& ch : rep.channels) {
+    const double w = ch.channel.name == "gpu0" ? kGpu0W : kGpu1W;
+    const auto& outer = row(ch, "outer");
+    const auto& inner = row(ch, "inner");
+    EXPECT_EQ(outer.calls, 1u);
+    EXPECT_EQ(inner.calls, 1u);
+    EXPECT_EQ(outer.kind, Kind::region);
+    expect_p_times_t(outer, w);
+    expect_p_times_t(inner, w);
+    EXPECT_GT(outer.time_s, inner.time_s);  // inclusive
+    EXPECT_NEAR(outer.excl_time_s, outer.time_s - inner.time_s, 1e-12);
+    EXPECT_GE(inner.time_s, 0.003);
+  }
+}
+
+TEST_F(ConnectorTest, SectionsMayOverlapAndBadIdsAreIgnored) {
+  Connector c(factory());
+  c.init(0, 0);
+  uint32_t a = 7, b = 7, none = 7;
+  c.create_section("sec_a", &a);
+  c.create_section("sec_b", &b);
+  c.create_section(nullptr, &none);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(none, UINT32_MAX);
+  c.create_section("ignored", nullptr);  // no out-pointer: nothing to do, no crash
+
+  c.start_section(a);
+  window_ms(2);
+  c.start_section(b);
+  window_ms(3);
+  c.stop_section(a);  // stops before b: sections are free windows, not a stack
+  window_ms(2);
+  c.stop_section(b);
+  c.start_section(12345);  // unknown ids
+  c.stop_section(12345);
+  c.destroy_section(b);
+  c.start_section(b);  // destroyed: ignored
+  window_ms(1);
+  c.stop_section(b);
+  c.finalize();
+
+  const energy::Report& rep = c.last_report();
+  EXPECT_EQ(rep.unmatched_events, 0u);
+  const auto& g0 = channel(rep, "gpu0");
+  EXPECT_EQ(row(g0, "sec_a").calls, 1u);
+  EXPECT_EQ(row(g0, "sec_b").calls, 1u);
+  EXPECT_EQ(row(g0, "sec_a").kind, Kind::section);
+  EXPECT_GE(row(g0, "sec_a").time_s, 0.005);
+  EXPECT_GE(row(g0, "sec_b").time_s, 0.005);
+  expect_p_times_t(row(g0, "sec_a"), kGpu0W);
+  expect_p_times_t(row(channel(rep, "gpu1"), "sec_b"), kGpu1W);
+  EXPECT_EQ(find_row(g0, "ignored"), nullptr);
+}
+
+TEST_F(ConnectorTest, FencesAreCountedAndGetRowsOnlyWhenAskedFor) {
+  {
+    Connector c(factory());
+    c.init(0, 0);
+    for (int i = 0; i < 3; ++i) {
+      uint64_t h = 99;
+      c.begin_fence("Kokkos::fence: Unnamed Instance Fence", dev_id(DeviceType::cuda, 0), &h);
+      EXPECT_EQ(h, 0u);  // no row wanted: no handle
+      c.end_fence(h);
+    }
+    c.finalize();
+    EXPECT_EQ(meta(c.last_report(), "kokkos.fences"), "3");
+    EXPECT_EQ(find_row(channel(c.last_report(), "gpu0"), "Kokkos::fence: Unnamed Instance Fence"), nullptr);
+  }
+  setenv("DOOLY_FENCES", "1", 1);
+  {
+    Connector c(factory());
+    c.init(0, 0);
+    for (int i = 0; i < 2; ++i) {
+      uint64_t h = 0;
+      c.begin_fence("my fence", dev_id(DeviceType::cuda, 1), &h);
+      EXPECT_NE(h, 0u);
+      window_ms(2);
+      c.end_fence(h);
+    }
+    c.finalize();
+    EXPECT_EQ(meta(c.last_report(), "kokkos.fences"), "2");
+    const auto& r = row(channel(c.last_report(), "gpu1"), "my fence");
+    EXPECT_EQ(r.calls, 2u);
+    EXPECT_EQ(r.kind, Kind::fence);
+    expect_p_times_t(r, kGpu1W);
+    expect_not_charged(channel(c.last_report(), "gpu0"), "my fence");
+  }
+}
+
+TEST_F(ConnectorTest, DeepCopiesAreNamedAfterBothEnds) {
+  Connector c(factory());
+  c.init(0, 0);
+  Kokkos_Profiling_SpaceHandle dst{}, src{};
+  std::snprintf(dst.name, sizeof(dst.name), "Cuda");
+  std::snprintf(src.name, sizeof(src.name), "Host");
+  for (int i = 0; i < 2; ++i) {
+    c.begin_deep_copy(dst, "x_dev", src, "x_host", 1 << 20);
+    window_ms(2);
+    c.end_deep_copy();
+  }
+  c.end_deep_copy();  // without a begin: ignored
+  c.finalize();
+  const auto& r = row(channel(c.last_report(), "gpu0"), "deep_copy Cuda:x_dev <- Host:x_host");
+  EXPECT_EQ(r.calls, 2u);
+  EXPECT_EQ(r.kind, Kind::copy);
+  expect_p_times_t(r, kGpu0W);
+  EXPECT_EQ(c.last_report().unmatched_events, 0u);
+}
+
+TEST_F(ConnectorTest, MetadataEventsAndPeakBytesLandInTheReportMeta) {
+  Connector c(factory());
+  c.init(0, 0);
+  c.declare_metadata("dooly_test_key", "some value, with a comma");
+  c.declare_metadata(nullptr, "x");  // ignored
+  c.profile_event("checkpoint");
+  c.profile_event("checkpoint");
+  c.profile_event(nullptr);  // ignored
+  Kokkos_Profiling_SpaceHandle host{}, cuda{};
+  std::snprintf(host.name, sizeof(host.name), "Host");
+  std::snprintf(cuda.name, sizeof(cuda.name), "Cuda");
+  c.allocate(host, "a", 100);
+  c.allocate(host, "b", 50);  // 150 live: the peak
+  c.deallocate(host, "a", 100);
+  c.allocate(host, "c", 20);  // 70 live
+  c.allocate(cuda, "d", 4096);
+  c.deallocate(cuda, "d", 4096);
+  c.finalize();
+  const energy::Report& rep = c.last_report();
+  EXPECT_EQ(meta(rep, "kokkos.dooly_test_key"), "some value, with a comma");
+  EXPECT_EQ(meta(rep, "kokkos.event.checkpoint"), "2");
+  EXPECT_EQ(meta(rep, "kokkos.peak_bytes.Host"), "150");
+  EXPECT_EQ(meta(rep, "kokkos.peak_bytes.Cuda"), "4096");
+  EXPECT_EQ(meta(rep, "kokkos.fences"), "0");
+  EXPECT_TRUE(meta(rep, "sampler_cpu_s").has_value());
+}
+
+TEST_F(ConnectorTest, RequestToolSettingsTurnsGlobalFencingOn) {
+  Connector c(factory());
+  Kokkos_Tools_ToolSettings s{};
+  s.requires_global_fencing = false;
+  c.request_tool_settings(1, &s);
+  EXPECT_TRUE(s.requires_global_fencing);
+  Kokkos_Tools_ToolSettings untouched{};
+  untouched.requires_global_fencing = false;
+  c.request_tool_settings(0, &untouched);  // an older Kokkos passing no settings: leave the struct alone
+  EXPECT_FALSE(untouched.requires_global_fencing);
+  c.request_tool_settings(1, nullptr);  // no crash
+}
+
+TEST_F(ConnectorTest, ParseArgsAppliesKeyValueSettings) {
+  Connector c(factory());
+  std::string a0 = "libkp_gpu_energy.so", a1 = "period_ms=5", a2 = "FENCES=1", a3 = "mode=model";
+  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data()};
+  ::testing::internal::CaptureStderr();
+  c.parse_args(4, argv);
+  c.init(0, 0);
+  EXPECT_EQ(count_dooly_lines(::testing::internal::GetCapturedStderr()), 0);
+  ASSERT_TRUE(c.active());
+  ASSERT_TRUE(last_options_.has_value());
+  EXPECT_EQ(last_options_->period_ns, 5'000'000);
+  EXPECT_EQ(last_options_->mode, energy::Mode::model);
+  uint64_t h = 0;
+  c.begin_fence("f", dev_id(DeviceType::serial, 0), &h);
+  EXPECT_NE(h, 0u);  // fences=1 took effect
+  c.end_fence(h);
+  c.finalize();
+  EXPECT_EQ(c.last_report().mode, energy::Mode::model);
+}
+
+// A bad argument turns measurement off with one line; every hook is then a no-op and nothing throws.
+void expect_disabled_after(const std::vector<std::string>& args, const std::string& expected_text,
+                           const Connector::ProfilerFactory& factory, const int& factory_calls) {
+  Connector c(factory);
+  std::vector<std::string> store = args;
+  std::vector<char*> argv;
+  for (auto& s : store) argv.push_back(s.data());
+  ::testing::internal::CaptureStderr();
+  c.parse_args(static_cast<int>(argv.size()), argv.data());
+  c.init(0, 0);
+  uint64_t kid = 77;
+  c.begin_kernel(Kind::kernel_for, "k", 0, &kid);
+  EXPECT_EQ(kid, 0u);
+  c.end_kernel(kid);
+  c.push_region("r");
+  c.pop_region();
+  uint32_t sec = 7;
+  c.create_section("s", &sec);
+  EXPECT_EQ(sec, UINT32_MAX);
+  c.start_section(sec);
+  c.stop_section(sec);
+  c.destroy_section(sec);
+  c.profile_event("e");
+  c.declare_metadata("k", "v");
+  uint64_t fh = 7;
+  c.begin_fence("f", 0, &fh);
+  EXPECT_EQ(fh, 0u);
+  c.end_fence(fh);
+  Kokkos_Profiling_SpaceHandle sp{};
+  c.allocate(sp, "a", 1);
+  c.deallocate(sp, "a", 1);
+  c.begin_deep_copy(sp, "a", sp, "b", 1);
+  c.end_deep_copy();
+  c.finalize();
+  c.finalize();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(c.active());
+  EXPECT_EQ(factory_calls, 0);
+  EXPECT_EQ(count_dooly_lines(err), 1) << err;
+  EXPECT_NE(err.find(expected_text), std::string::npos) << err;
+  EXPECT_NE(err.find("energy measurement is off"), std::string::npos) << err;
+  EXPECT_TRUE(c.last_report().channels.empty());
+}
+
+TEST_F(ConnectorTest, ArgumentWithoutEqualsDisablesTheConnectorWithOneLine) {
+  expect_disabled_after({"libkp_gpu_energy.so", "verbose"}, "'verbose' is not key=value", factory(), factory_calls_);
+}
+
+TEST_F(ConnectorTest, UnknownArgumentDisablesTheConnectorWithOneLine) {
+  expect_disabled_after({"libkp_gpu_energy.so", "colour=blue"}, "unknown tool argument 'colour'", factory(),
+                        factory_calls_);
+}
+
+TEST_F(ConnectorTest, MalformedArgumentValueDisablesTheConnectorWithOneLine) {
+  expect_disabled_after({"libkp_gpu_energy.so", "period_ms=fast"}, "DOOLY_PERIOD_MS='fast'", factory(),
+                        factory_calls_);
+}
+
+TEST_F(ConnectorTest, MalformedEnvironmentDisablesTheConnectorWithOneLine) {
+  setenv("DOOLY_PERIOD_MS", "-3", 1);
+  ::testing::internal::CaptureStderr();
+  Connector c(factory());
+  c.init(0, 0);
+  uint64_t kid = 5;
+  c.begin_kernel(Kind::kernel_for, "k", 0, &kid);
+  c.end_kernel(kid);
+  c.finalize();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(kid, 0u);
+  EXPECT_FALSE(c.active());
+  EXPECT_EQ(factory_calls_, 0);
+  EXPECT_EQ(count_dooly_lines(err), 1) << err;
+  EXPECT_NE(err.find("DOOLY_PERIOD_MS='-3'"), std::string::npos) << err;
+}
+
+TEST_F(ConnectorTest, FailingPowerSourcePrintsOneLineAndTheHooksDoNothing) {
+  int calls = 0;
+  Connector c([&](const energy::ProfilerOptions&) -> std::unique_ptr<energy::Profiler> {
+    ++calls;
+    throw SourceError("nvml", 9, "libnvidia-ml.so.1 not found", "install the NVIDIA driver");
+  });
+  ::testing::internal::CaptureStderr();
+  c.init(0, 0);
+  uint64_t kid = 5;
+  c.begin_kernel(Kind::kernel_for, "k", dev_id(DeviceType::cuda, 0), &kid);
+  c.end_kernel(kid);
+  c.push_region("r");
+  c.pop_region();
+  c.init(0, 0);  // a second init retries the factory, which fails the same way
+  c.finalize();
+  c.finalize();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(kid, 0u);
+  EXPECT_FALSE(c.active());
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(count_dooly_lines(err), 2) << err;  // one per init
+  EXPECT_NE(err.find("nvml: libnvidia-ml.so.1 not found — install the NVIDIA driver -- the program runs on"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(c.last_report().channels.empty());
+}
+
+TEST_F(ConnectorTest, OutputPrefixGetsCsvAndJsonWithTheRunsFigures) {
+  const std::string prefix = (dir_ / "run1").string();
+  setenv("DOOLY_OUTPUT", prefix.c_str(), 1);
+  const std::string table_path = (dir_ / "table.txt").string();
+  setenv("DOOLY_TABLE", "1", 1);
+  setenv("DOOLY_TABLE_FILE", table_path.c_str(), 1);
+  Connector c(factory());
+  c.init(0, 0);
+  uint64_t kid = 0;
+  c.begin_kernel(Kind::kernel_for, "triad", dev_id(DeviceType::cuda, 0), &kid);
+  window_ms(3);
+  c.end_kernel(kid);
+  c.finalize();
+
+  std::ifstream json_in(prefix + ".json");
+  ASSERT_TRUE(json_in.good());
+  const nlohmann::json j = nlohmann::json::parse(json_in);
+  EXPECT_EQ(j.at("version"), energy::kReportVersion);
+  EXPECT_EQ(j.at("backend"), "fake");
+  const energy::Report back = energy::report_from_json(j);
+  const auto& r = row(channel(back, "gpu0"), "triad");
+  EXPECT_EQ(r.calls, 1u);
+  EXPECT_DOUBLE_EQ(r.energy_j, row(channel(c.last_report(), "gpu0"), "triad").energy_j);
+  expect_p_times_t(r, kGpu0W);
+
+  std::ifstream csv_in(prefix + ".csv");
+  std::string header;
+  ASSERT_TRUE(std::getline(csv_in, header));
+  EXPECT_EQ(header, energy::kCsvHeader);
+  std::stringstream csv;
+  csv << csv_in.rdbuf();
+  EXPECT_NE(csv.str().find("gpu0,gpu,0,triad,for,1,"), std::string::npos) << csv.str();
+
+  std::ifstream table_in(table_path);
+  std::stringstream table;
+  table << table_in.rdbuf();
+  EXPECT_EQ(table.str(), c.last_table());
+  EXPECT_NE(table.str().find("triad"), std::string::npos);
+}
+
+TEST_F(ConnectorTest, UnwritableOutputPrefixIsReportedAtInitAndTheProgramContinues) {
+  setenv("DOOLY_OUTPUT", "/nonexistent-dooly-dir/sub/run", 1);
+  Connector c(factory());
+  ::testing::internal::CaptureStderr();
+  c.init(0, 0);
+  const std::string at_init = ::testing::internal::GetCapturedStderr();
+  ::testing::internal::CaptureStderr();
+  uint64_t kid = 3;
+  c.begin_kernel(Kind::kernel_for, "k", 0, &kid);
+  c.end_kernel(kid);
+  c.finalize();
+  const std::string after = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_dooly_lines(at_init), 1) << at_init;
+  EXPECT_NE(at_init.find("/nonexistent-dooly-dir/sub/run.json"), std::string::npos) << at_init;
+  EXPECT_EQ(after, "");
+  EXPECT_FALSE(c.active());
+  EXPECT_EQ(factory_calls_, 0);  // checked before any power source is opened
+  EXPECT_FALSE(fs::exists("/nonexistent-dooly-dir"));
+}
+
+TEST_F(ConnectorTest, HelpNamesEverySettingTheArgumentsAccept) {
+  const std::string h = Connector::help();
+  for (const char* k : {"POWER_SOURCE", "GPUS", "PERIOD_MS", "MODE", "BASELINE_W", "BASELINE_MS", "OUTPUT", "TABLE",
+                        "TABLE_FILE", "RECORD", "FENCES", "SENSOR_WINDOW_MS", "SENSOR_DELAY_MS", "REPLAY_FILE"})
+    EXPECT_NE(h.find(k), std::string::npos) << k;
+}
+
+TEST_F(ConnectorTest, HooksFromSeveralThreadsKeepTheirOwnRegionStacks) {
+  Connector c(factory());
+  c.init(0, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&c] {
+      for (int i = 0; i < 50; ++i) {
+        c.push_region("worker");
+        uint64_t kid = 0;
+        c.begin_kernel(Kind::kernel_for, "work", dev_id(DeviceType::openmp, 0), &kid);
+        c.end_kernel(kid);
+        c.pop_region();
+      }
+    });
+  for (auto& th : threads) th.join();
+  c.finalize();
+  const auto& g0 = channel(c.last_report(), "gpu0");
+  EXPECT_EQ(row(g0, "worker").calls, 200u);
+  EXPECT_EQ(row(g0, "work").calls, 200u);
+  EXPECT_EQ(c.last_report().unmatched_events, 0u);
+}
+
+}  // namespace
+}  // namespace dooly::kokkos

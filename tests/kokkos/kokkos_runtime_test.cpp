@@ -1,0 +1,208 @@
+// libkp_gpu_energy.so loaded by a real Kokkos runtime (Debian's Trilinos Kokkos in CI): the test launches
+// kokkos_app with KOKKOS_PROFILE_LIBRARY / KOKKOS_TOOLS_LIBS pointing at the connector and a recorded power
+// trace replayed in real time, then checks the JSON report, the program's own output and the exit status.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs the Kokkos program with the current environment minus every DOOLY_/Kokkos-tools variable, plus `env`.
+RunResult run_app(const std::map<std::string, std::string>& env, const std::vector<std::string>& args,
+                  const fs::path& dir) {
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("DOOLY_", 0) == 0 || kv.rfind("KOKKOS_TOOLS_", 0) == 0 || kv.rfind("KOKKOS_PROFILE_LIBRARY", 0) == 0)
+      continue;
+    env_store.push_back(kv);
+  }
+  for (const auto& [k, v] : env) env_store.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  std::vector<std::string> arg_store = {KOKKOS_APP};
+  arg_store.insert(arg_store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : arg_store) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  const std::string out_path = (dir / "stdout.txt").string(), err_path = (dir / "stderr.txt").string();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  RunResult r;
+  const int rc = posix_spawn(&pid, KOKKOS_APP, &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    r.err = std::string("posix_spawn failed: ") + std::strerror(rc);
+    return r;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+std::vector<std::string> dooly_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("dooly:", 0) == 0) lines.push_back(line);
+  return lines;
+}
+
+const json* region(const json& channel, const std::string& name) {
+  for (const json& r : channel.at("regions"))
+    if (r.at("name") == name) return &r;
+  return nullptr;
+}
+
+class KokkosRuntime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(DOOLY_BINARY_DIR) / "tests" / "kokkos" /
+           (std::string("runtime_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    env_ = {{"KOKKOS_PROFILE_LIBRARY", KP_LIBRARY},  // Kokkos 3.x
+            {"KOKKOS_TOOLS_LIBS", KP_LIBRARY},       // Kokkos 4.x
+            {"DOOLY_POWER_SOURCE", "replay"},
+            {"DOOLY_REPLAY_FILE", std::string(DOOLY_SOURCE_DIR) + "/tests/kokkos/data/square_150w.recording"},
+            {"DOOLY_PERIOD_MS", "5"},
+            {"DOOLY_OUTPUT", (dir_ / "run").string()}};
+  }
+  fs::path dir_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(KokkosRuntime, ConnectorReportsEveryKernelRegionSectionAndCopyWithExactCalls) {
+  const RunResult r = run_app(env_, {"8", "2000000"}, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("kokkos_app: iterations=8 n=2000000 dot="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ok\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(dooly_lines(r.err).empty()) << r.err;  // a clean run says nothing on stderr
+  // The table goes to stdout after the program's own output.
+  const size_t table = r.out.find("dooly: gpu0 [gpu]");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_GT(table, r.out.find("kokkos_app:"));
+
+  ASSERT_TRUE(fs::exists(dir_ / "run.csv"));
+  EXPECT_EQ(slurp(dir_ / "run.csv").rfind("# dooly-energy-csv v1\n", 0), 0u);
+  std::ifstream in(dir_ / "run.json");
+  ASSERT_TRUE(in.good());
+  const json j = json::parse(in);
+  EXPECT_EQ(j.at("version"), 1);
+  EXPECT_EQ(j.at("tool"), "dooly");
+  EXPECT_EQ(j.at("backend"), "replay");
+  EXPECT_EQ(j.at("events_dropped"), 0);
+  EXPECT_EQ(j.at("unmatched_events"), 0);
+  ASSERT_EQ(j.at("channels").size(), 1u);
+  const json& ch = j.at("channels")[0];
+  EXPECT_EQ(ch.at("name"), "gpu0");
+
+  const std::map<std::string, std::pair<std::string, int>> expected = {
+      {"fill", {"for", 1}},       {"axpy", {"for", 8}},         {"dot", {"reduce", 8}},
+      {"prefix", {"scan", 8}},    {"solve", {"region", 1}},     {"iteration", {"region", 8}},
+      {"checkpoint_section", {"section", 1}}};
+  for (const auto& [name, kind_calls] : expected) {
+    const json* row = region(ch, name);
+    ASSERT_NE(row, nullptr) << "no row " << name << " in " << ch.at("regions").dump();
+    EXPECT_EQ(row->at("kind"), kind_calls.first) << name;
+    EXPECT_EQ(row->at("calls"), kind_calls.second) << name;
+    EXPECT_GT(row->at("time_s").get<double>(), 0.0) << name;
+    EXPECT_GT(row->at("energy_j").get<double>(), 0.0) << name;
+    // The replayed trace lies between 130 and 170 W: every average must too.
+    EXPECT_GE(row->at("avg_power_w").get<double>(), 130.0 - 1e-6) << name;
+    EXPECT_LE(row->at("avg_power_w").get<double>(), 170.0 + 1e-6) << name;
+    EXPECT_EQ(row->at("extrapolated_windows"), 0) << name;
+  }
+  // Inclusive nesting: the solve region holds every iteration.
+  EXPECT_GE(region(ch, "solve")->at("time_s").get<double>(), region(ch, "iteration")->at("time_s").get<double>());
+  // One deep copy, named after both ends (Kokkos names the spaces; the labels are the views').
+  int copies = 0;
+  for (const json& row : ch.at("regions"))
+    if (row.at("kind") == "copy") {
+      ++copies;
+      const std::string name = row.at("name");
+      EXPECT_EQ(name.rfind("deep_copy Host:", 0), 0u) << name;
+      EXPECT_NE(name.find(" <- Host:y"), std::string::npos) << name;
+      EXPECT_EQ(row.at("calls"), 1) << name;
+    }
+  EXPECT_EQ(copies, 1) << ch.at("regions").dump();
+
+  const json& meta = j.at("meta");
+  EXPECT_EQ(meta.at("kokkos.problem_size"), "2000000");
+  EXPECT_EQ(meta.at("kokkos.event.checkpoint"), "1");
+  // Kokkos 4 reports every Kokkos::fence() to the tool; 3.4 does not call the fence hooks for them.
+  EXPECT_GE(std::stoll(meta.at("kokkos.fences").get<std::string>()), KOKKOS_APP_MAJOR >= 4 ? 8 : 0);
+  EXPECT_GE(std::stoll(meta.at("kokkos.peak_bytes.Host").get<std::string>()), 4 * 2000000 * 8);
+  EXPECT_TRUE(meta.contains("sampler_cpu_s"));
+
+  // The recording's energy counter brackets the run: conservation is reported against it.
+  EXPECT_FALSE(ch.at("conservation").at("counter_delta_j").is_null());
+}
+
+TEST_F(KokkosRuntime, MalformedPeriodPrintsOneLineAndTheProgramRunsOn) {
+  env_["DOOLY_PERIOD_MS"] = "fast";
+  const RunResult r = run_app(env_, {"3", "1000"}, dir_);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("kokkos_app: iterations=3 n=1000 dot="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ok\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("dooly:"), std::string::npos) << r.out;  // no table
+  const auto lines = dooly_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("DOOLY_PERIOD_MS='fast'"), std::string::npos) << lines[0];
+  EXPECT_FALSE(fs::exists(dir_ / "run.json"));
+}
+
+TEST_F(KokkosRuntime, MalformedRecordingPrintsOneLineNamingTheFileAndTheProgramRunsOn) {
+  const fs::path bad = dir_ / "bad.recording";
+  std::ofstream(bad) << "# dooly-recording v1\nchannel,0,gpu,0,0,0,10000000,gpu0,x\ns,0,banana,100\n";
+  env_["DOOLY_REPLAY_FILE"] = bad.string();
+  const RunResult r = run_app(env_, {"2", "1000"}, dir_);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" ok\n"), std::string::npos) << r.out;
+  const auto lines = dooly_lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find(bad.string()), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("program runs on"), std::string::npos) << lines[0];
+  EXPECT_FALSE(fs::exists(dir_ / "run.json"));
+}
+
+}  // namespace
