@@ -1,7 +1,8 @@
 // Two Kokkos kernels whose rankings by time and by energy differ on an NVIDIA H200:
 //   stream_triad  a(i) = b(i) + s*c(i) over arrays of a few GiB: memory-bound, ~410 W
 //   fma_chain     FP32 FMA chains in registers, almost no memory traffic: ~330 W   (idle ~124 W)
-// Phases, each a Kokkos region, separated by idle gaps:
+// Phases, each a Kokkos region, separated by idle gaps (kernel labels carry the phase: stream_triad@alone,
+// fma_chain@alone; plain stream_triad and fma_chain while interleaved):
 //   alone:stream   the triad alone for seconds
 //   alone:fma      the FMA kernel alone for seconds
 //   interleaved    one triad, one FMA, one triad, ... (a few ms per kernel), the FMA kernel tuned (from a
@@ -125,11 +126,14 @@ struct Kernels {
   long fma_iters = 1;
   double stream_s = 0, fma_s = 0;  // kernel time, summed (each call fenced)
   long stream_calls = 0, fma_calls = 0;
+  // Label suffix per phase ("@alone", "@calibrate"; none while interleaved), so the report gives each phase's
+  // kernels their own rows and the interleaved J/call can be set against the alone one.
+  std::string tag;
 
   void triad() {
     const auto t0 = Clock::now();
     Vec a_ = a, b_ = b, c_ = c;
-    Kokkos::parallel_for("stream_triad", a.extent(0), KOKKOS_LAMBDA(const long i) { a_(i) = b_(i) + 3.0f * c_(i); });
+    Kokkos::parallel_for("stream_triad" + tag, a.extent(0), KOKKOS_LAMBDA(const long i) { a_(i) = b_(i) + 3.0f * c_(i); });
     Kokkos::fence();
     stream_s += seconds_since(t0);
     ++stream_calls;
@@ -138,7 +142,7 @@ struct Kernels {
     const auto t0 = Clock::now();
     Vec out = fma_out;
     const long iters = fma_iters;
-    Kokkos::parallel_for("fma_chain", out.extent(0), KOKKOS_LAMBDA(const long i) {
+    Kokkos::parallel_for("fma_chain" + tag, out.extent(0), KOKKOS_LAMBDA(const long i) {
       // Eight independent chains keep the FMA pipes full; the constants keep values bounded.
       float x0 = i * 1e-7f, x1 = x0 + 1, x2 = x0 + 2, x3 = x0 + 3, x4 = x0 + 4, x5 = x0 + 5, x6 = x0 + 6, x7 = x0 + 7;
       for (long k = 0; k < iters; ++k) {
@@ -215,6 +219,7 @@ int main(int argc, char* argv[]) {
     // Calibration: the FMA inner loop count that makes one FMA call last time_ratio triad calls.
     {
       Kokkos::Profiling::pushRegion("calibrate");
+      k.tag = "@calibrate";
       k.triad();
       k.reset_counts();
       for (int i = 0; i < 3; ++i) k.triad();
@@ -242,9 +247,10 @@ int main(int argc, char* argv[]) {
 
     {
       Phase p(ref, "alone:stream");
+      k.tag = "@alone";
       const auto t0 = Clock::now();
       do k.triad(); while (seconds_since(t0) < opt.alone_s);
-      p.end("stream_triad", std::to_string(k.stream_calls), k.stream_s);
+      p.end("stream_triad@alone", std::to_string(k.stream_calls), k.stream_s);
       k.reset_counts();
     }
     idle(ref, "idle:after_stream", opt.idle_s);
@@ -252,12 +258,13 @@ int main(int argc, char* argv[]) {
       Phase p(ref, "alone:fma");
       const auto t0 = Clock::now();
       do k.fma(); while (seconds_since(t0) < opt.alone_s);
-      p.end("fma_chain", std::to_string(k.fma_calls), k.fma_s);
+      p.end("fma_chain@alone", std::to_string(k.fma_calls), k.fma_s);
       k.reset_counts();
     }
     idle(ref, "idle:after_fma", opt.idle_s);
     {
       Phase p(ref, "interleaved");
+      k.tag = "";
       const auto t0 = Clock::now();
       do {
         k.triad();
