@@ -4,6 +4,7 @@
 #   DOOLY_TORCH_INSTALL=auto (default) | light | full     how torch is installed (see below)
 #   DOOLY_PYTHON=python3                                  the interpreter the venv is made from
 set -euo pipefail
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 
 venv=.venv
@@ -12,7 +13,7 @@ stamp="$venv/.dooly-requirements.sha256"
 mode=${DOOLY_TORCH_INSTALL:-auto}
 case "$mode" in auto|light|full) ;; *) echo "setup_python: DOOLY_TORCH_INSTALL must be auto, light or full (got '$mode')" >&2; exit 2;; esac
 
-want=$(cat "$req" "$0" | sha256sum | cut -d' ' -f1)
+want=$(cat "$req" "$self" | sha256sum | cut -d' ' -f1)
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup_python: $venv is up to date"
   exit 0
