@@ -6,6 +6,11 @@ import json
 import pytest
 import torch
 
+from dooly.tracer import encode as enc
+from dooly.tracer import tint
+from dooly.tracer.recorder import Recorder, TaintMode
+from dooly.tracer.tint import TInt
+from dooly.tracer.verify import compare_runs
 
 
 def _core():
@@ -15,13 +20,6 @@ def _core():
         pytest.fail(f"dooly_core is not importable ({e}); build it with scripts/build.sh default dooly_core",
                     pytrace=False)
     return core
-
-
-from dooly.tracer import tint  # noqa: E402
-from dooly.tracer.recorder import Recorder, TaintMode  # noqa: E402
-from dooly.tracer import encode as enc  # noqa: E402
-from dooly.tracer.tint import TInt  # noqa: E402
-from dooly.tracer.verify import compare_runs  # noqa: E402
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ _PASSIVE_GETTERS = {
     "is_mkldnn", "output_nr", "_cdata", "real", "imag", "H", "mH", "__dict__", "__class__",
 }
 _PASSIVE_CALLS = {
-    "__repr__", "__format__", "__str__", "__bool__", "__hash__", "__eq__bool", "data_ptr", "element_size",
+    "__repr__", "__format__", "__str__", "__bool__", "__hash__", "data_ptr", "element_size",
     "is_contiguous", "is_floating_point", "is_complex", "get_device", "untyped_storage", "storage_offset",
     "stride", "__array__", "__reduce_ex__", "__deepcopy__", "__setstate__", "__getstate__", "is_set_to",
     "is_inference", "has_names", "numpy", "__torch_function__", "__iter__", "__contains__", "__index__",
