@@ -240,8 +240,8 @@ TEST_F(NvmlTest, MissingLibraryIsExplainedAndTheEnvironmentCanNameTheFile) {
 }
 
 TEST_F(NvmlTest, LostGpuIsFatalAndStaysFatal) {
-  // open makes 2 reading calls (mode probe, energy probe), the first poll 2 (size query, read of the backlog):
-  // the GPU is lost from the 5th call on, the second poll's size query.
+  // open makes 3 reading calls (mode probe, buffer sizing, energy probe), each poll 1: the GPU is lost from the
+  // 5th call on, the second poll's.
   script("device 0000:1B:00.0 NVIDIA H200\nhistory_ms 100\nlost_after 4\n");
   auto s = open();
   std::vector<Reading> r;

@@ -230,18 +230,16 @@ nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t h, int type, unsigned long long l
       s.sampleValue.uiVal = mw(d->trace.power_w(t));
       out.push_back(s);
     }
-    if (out.empty()) return NOT_FOUND;
     if (value_type) *value_type = VALUE_UNSIGNED_INT;
-    if (!samples) {
-      *count = static_cast<unsigned>(out.size());
+    if (!samples) {  // like driver 580: the null-buffer call reports the buffer's capacity, whatever is new
+      *count = static_cast<unsigned>(g.script.buffer_samples);
       return SUCCESS;
     }
-    if (*count < out.size()) {
-      *count = static_cast<unsigned>(out.size());
-      return INSUFFICIENT_SIZE;
-    }
-    std::memcpy(samples, out.data(), out.size() * sizeof(nvmlSample_t));
-    *count = static_cast<unsigned>(out.size());
+    if (out.empty()) return NOT_FOUND;
+    // Like driver 580, a buffer too small is filled and SUCCESS returned (the stub keeps the oldest samples).
+    const size_t n = std::min<size_t>(*count, out.size());
+    std::memcpy(samples, out.data(), n * sizeof(nvmlSample_t));
+    *count = static_cast<unsigned>(n);
     return SUCCESS;
   });
 }

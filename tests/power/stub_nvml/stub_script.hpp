@@ -25,8 +25,11 @@
 //                                      GPU_IS_LOST (15)
 //
 // What each query returns at time t (ms since nvmlInit), with P the trace and b = the latest field boundary:
-//   GetSamples    samples at k * sample_period in [-history, t], newer than lastSeenTimeStamp, P in mW
-//                 (unsigned int), stamped init wall time + k * period (us since the epoch)
+//   GetSamples    samples at k * sample_period in [-history, t] (the newest buffer_samples of them), newer
+//                 than lastSeenTimeStamp, P in mW (unsigned int), stamped init wall time + k * period (us since
+//                 the epoch); NOT_FOUND when none is newer. As measured on driver 580.159.04: a null buffer
+//                 gets SUCCESS and count = buffer_samples (the capacity); a buffer too small is filled (here
+//                 with the oldest samples) and SUCCESS returned.
 //   field 186     P(b) in mW, stamped init wall time + b
 //   PowerUsage    the mean of P over [b - 1000 ms, b], in mW (NVML's 1-second average)
 //   TotalEnergy   energy_base_mj + the integral of P over [0, b], in mJ

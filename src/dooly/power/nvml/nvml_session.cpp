@@ -19,6 +19,7 @@ constexpr int64_t kMs = 1'000'000;
 // The first poll in samples mode also returns this much of the driver's backlog from before open, so a
 // window that starts right at open can be interpolated.
 constexpr unsigned long long kBacklogUs = 1'000'000;
+constexpr size_t kMinSampleBuffer = 128;
 constexpr size_t kMaxSampleBuffer = 1 << 16;
 
 double value_as_double(int type, const Value& v) noexcept {
@@ -166,6 +167,8 @@ NvmlSession::NvmlSession(const Options& options) {
     Gpu gpu;
     gpu.handle = t.handle;
     gpu.mode = choose_mode(gpu, subject, forced);
+    if (gpu.mode == Mode::samples)
+      if (Return rc = size_sample_buffer(gpu); rc != kSuccess) throw lib_->error(rc, "nvmlDeviceGetSamples", subject);
     gpu.last_seen_us = open_wall_us > kBacklogUs ? open_wall_us - kBacklogUs : 0;
 
     if (energy_counter_) {
@@ -239,6 +242,16 @@ Mode NvmlSession::choose_mode(Gpu& gpu, const std::string& subject, std::optiona
                     "or variorum");
 }
 
+Return NvmlSession::size_sample_buffer(Gpu& gpu) const {
+  int type = 0;
+  unsigned count = 0;
+  const Return rc = lib_->api().device_get_samples(gpu.handle, kTotalPowerSamples, 0, &type, &count, nullptr);
+  if (rc != kSuccess && rc != kErrorNotFound) return rc;
+  const size_t want = std::min<size_t>(kMaxSampleBuffer, std::max<size_t>(count, kMinSampleBuffer) + gpu.buffer.size() / 2);
+  if (gpu.buffer.size() < want) gpu.buffer.resize(want);
+  return kSuccess;
+}
+
 void NvmlSession::emit(std::vector<Reading>& out, uint32_t channel, int64_t t_ns, double power_w) {
   if (t_ns <= last_t_ns_[channel]) return;  // duplicate or stale
   last_t_ns_[channel] = t_ns;
@@ -254,21 +267,16 @@ Return NvmlSession::read(uint32_t i, std::vector<Reading>& out, const char*& cal
   Gpu& g = gpus_[i];
   switch (g.mode) {
     case Mode::samples: {
+      // One call returns every sample newer than last_seen. The buffer was sized at open by the null-buffer
+      // call, which reports the driver's capacity (120 on driver 580); grow it if the driver ever asks for more.
       call = "nvmlDeviceGetSamples";
       int type = 0;
-      unsigned count = 0;
-      Return rc = api.device_get_samples(g.handle, kTotalPowerSamples, g.last_seen_us, &type, &count, nullptr);
-      if (rc == kErrorNotFound) return kSuccess;  // nothing new since last time
-      if (rc != kSuccess) return rc;
-      if (count == 0) return kSuccess;
-      for (int attempt = 0; attempt < 3; ++attempt) {
-        const size_t want = std::min<size_t>(kMaxSampleBuffer, static_cast<size_t>(count) + 8);
-        if (g.buffer.size() < want) g.buffer.resize(want);
+      for (int attempt = 0; attempt < 2; ++attempt) {
         unsigned n = static_cast<unsigned>(g.buffer.size());
-        rc = api.device_get_samples(g.handle, kTotalPowerSamples, g.last_seen_us, &type, &n, g.buffer.data());
-        if (rc == kErrorNotFound) return kSuccess;
+        Return rc = api.device_get_samples(g.handle, kTotalPowerSamples, g.last_seen_us, &type, &n, g.buffer.data());
+        if (rc == kErrorNotFound) return kSuccess;  // nothing new since last time
         if (rc == kErrorInsufficientSize) {
-          count = std::max(n, count * 2);
+          if (Return rc2 = size_sample_buffer(g); rc2 != kSuccess) return rc2;
           continue;
         }
         if (rc != kSuccess) return rc;
@@ -277,11 +285,11 @@ Return NvmlSession::read(uint32_t i, std::vector<Reading>& out, const char*& cal
                   [](const Sample& a, const Sample& b) { return a.timeStamp < b.timeStamp; });
         unsigned long long newest = g.last_seen_us;
         for (unsigned k = 0; k < n; ++k) {
-          const Sample& s = g.buffer[k];
-          if (s.timeStamp <= g.last_seen_us) continue;
-          emit(out, i, clock_.steady_ns(static_cast<int64_t>(s.timeStamp)),
-               value_as_double(type, s.sampleValue) / 1000.0);
-          newest = std::max(newest, s.timeStamp);
+          const Sample& smp = g.buffer[k];
+          if (smp.timeStamp <= g.last_seen_us) continue;
+          emit(out, i, clock_.steady_ns(static_cast<int64_t>(smp.timeStamp)),
+               value_as_double(type, smp.sampleValue) / 1000.0);
+          newest = std::max(newest, smp.timeStamp);
         }
         g.last_seen_us = newest;
         return kSuccess;

@@ -50,6 +50,8 @@ class NvmlSession final : public Session {
 
   Return probe_mode(const Gpu& gpu, Mode m) const noexcept;
   Mode choose_mode(Gpu& gpu, const std::string& subject, std::optional<Mode> forced) const;
+  // Sizes gpu.buffer by the null-buffer call of nvmlDeviceGetSamples (which reports how many samples it holds).
+  Return size_sample_buffer(Gpu& gpu) const;
   // Appends gpu i's fresh readings; on failure returns the status and sets `call`.
   Return read(uint32_t i, std::vector<Reading>& out, const char*& call);
   void emit(std::vector<Reading>& out, uint32_t channel, int64_t t_ns, double power_w);
