@@ -162,7 +162,7 @@ OpResult propagate(const RuleRegistry& rules, const OpCall& call) {
     } catch (const RuleMismatch& m) {
       r.notes.push_back(fmt::format("rule '{}' does not apply to this call of '{}' ({}); used the fallback rule",
                                     e->rule_class, call.op, m.what()));
-    } catch (const Error& m) {
+    } catch (const std::exception& m) {  // e.g. an index a rule did not expect: degrade, never abort the trace
       r.notes.push_back(fmt::format("rule '{}' failed on '{}' ({}); used the fallback rule", e->rule_class, call.op, m.what()));
     }
   } else {
