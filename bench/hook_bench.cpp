@@ -1,0 +1,181 @@
+// Per-hook cost, side by side in one process:
+//   Profiler/begin_end          energy::Profiler::begin + end (fake constant-power session, sampler running)
+//   Tool/<name>/begin_end       kokkosp_begin_parallel_for + kokkosp_end_parallel_for of a Kokkos Tools library,
+//                               dlopen'ed and dlsym'ed as Kokkos does: dooly (libkp_gpu_energy.so over a replayed
+//                               power trace), an empty tool, and simple-kernel-timer when it was built.
+//   Paced/...                   the same with ~1 us of work between begin and end (a rate real programs reach).
+// bench/run_hook_bench.sh prints the ratios (dooly / simple-kernel-timer, each minus the empty tool).
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "dooly/common/clock.hpp"
+#include "dooly/energy/profiler.hpp"
+#include "dooly/power/replay/recording.hpp"
+#include "fake_power.hpp"
+
+namespace {
+
+constexpr uint32_t kCudaDevice0 = 2u << 24;  // devID: device type Cuda, device 0, instance 0
+
+void profiler_begin_end(benchmark::State& state) {
+  dooly::energy::ProfilerOptions o;  // default period (20 ms), default event buffer
+  dooly::energy::Profiler p(o, std::make_unique<dooly::kokkos::testing::ConstantPowerSession>(std::vector<double>{200.0}),
+                            "fake");
+  const dooly::energy::KeyId k = p.key("kernel", dooly::energy::Kind::kernel_for);
+  p.start();
+  const int64_t t0 = dooly::now_ns();
+  for (auto _ : state) {
+    p.begin(k, 0);
+    p.end(k, 0);
+  }
+  const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
+  const double cpu_s = p.sampler_cpu_s();
+  const dooly::energy::Report rep = p.stop();
+  state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
+  state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
+}
+
+struct Tool {
+  std::string name;
+  void* handle = nullptr;
+  void (*init)(int, uint64_t, uint32_t, void*) = nullptr;
+  void (*finalize)() = nullptr;
+  void (*begin)(const char*, uint32_t, uint64_t*) = nullptr;
+  void (*end)(uint64_t) = nullptr;
+};
+
+std::vector<Tool>& tools() {
+  static std::vector<Tool> t;
+  return t;
+}
+
+bool load(const std::string& name, const std::string& path) {
+  if (path.empty()) return false;
+  Tool t;
+  t.name = name;
+  t.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!t.handle) {
+    std::fprintf(stderr, "hook_bench: cannot load %s: %s\n", path.c_str(), dlerror());
+    return false;
+  }
+  t.init = reinterpret_cast<decltype(t.init)>(dlsym(t.handle, "kokkosp_init_library"));
+  t.finalize = reinterpret_cast<decltype(t.finalize)>(dlsym(t.handle, "kokkosp_finalize_library"));
+  t.begin = reinterpret_cast<decltype(t.begin)>(dlsym(t.handle, "kokkosp_begin_parallel_for"));
+  t.end = reinterpret_cast<decltype(t.end)>(dlsym(t.handle, "kokkosp_end_parallel_for"));
+  if (!t.init || !t.begin || !t.end) {
+    std::fprintf(stderr, "hook_bench: %s lacks the kernel hooks\n", path.c_str());
+    return false;
+  }
+  t.init(0, 20211015, 0, nullptr);
+  tools().push_back(t);
+  return true;
+}
+
+void tool_begin_end(benchmark::State& state, const Tool* t) {
+  uint64_t kid = 0;
+  for (auto _ : state) {
+    t->begin("kernel", kCudaDevice0, &kid);
+    t->end(kid);
+  }
+}
+
+// A stand-in for a short kernel between begin and end (~1 us of register work on one core), so the hooks run
+// at a rate a real program can reach and dooly's sampler keeps up with the windows (the tight loop above
+// produces windows faster than any program and overflows the bounded event buffer: see events_dropped).
+// Own cost = paced(tool) - paced(empty).
+[[gnu::noinline]] void fake_kernel() {
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 400; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+  }
+  benchmark::DoNotOptimize(x);
+}
+
+void tool_begin_end_paced(benchmark::State& state, const Tool* t) {
+  uint64_t kid = 0;
+  for (auto _ : state) {
+    t->begin("kernel", kCudaDevice0, &kid);
+    fake_kernel();
+    t->end(kid);
+  }
+}
+
+void profiler_begin_end_paced(benchmark::State& state) {
+  dooly::energy::ProfilerOptions o;
+  dooly::energy::Profiler p(o, std::make_unique<dooly::kokkos::testing::ConstantPowerSession>(std::vector<double>{200.0}),
+                            "fake");
+  const dooly::energy::KeyId k = p.key("kernel", dooly::energy::Kind::kernel_for);
+  p.start();
+  const int64_t t0 = dooly::now_ns();
+  for (auto _ : state) {
+    p.begin(k, 0);
+    fake_kernel();
+    p.end(k, 0);
+  }
+  const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
+  const double cpu_s = p.sampler_cpu_s();
+  const dooly::energy::Report rep = p.stop();
+  state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
+  state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // simple-kernel-timer writes <host>-<pid>.dat into the working folder at finalize: keep it out of the way.
+  char dir[] = "/tmp/dooly-hook-bench-XXXXXX";
+  if (mkdtemp(dir) && chdir(dir) != 0) std::perror("hook_bench: chdir");
+  // dooly's connector over a replayed trace: no GPU needed, no report files written.
+  setenv("DOOLY_POWER_SOURCE", "replay", 1);
+  // A constant 200 W trace long enough for any benchmark run (the checked-in test trace lasts 30 s).
+  {
+    dooly::power::RecordingWriter w(std::string(dir) + "/bench.recording");
+    dooly::power::Channel ch;
+    ch.name = "gpu0";
+    ch.domain = dooly::power::Domain::gpu;
+    ch.device = 0;
+    ch.sensor.update_ns = 20'000'000;
+    ch.sensor.description = "constant 200 W (hook_bench)";
+    w.write_channel(ch);
+    for (int64_t i = 0; i <= 30'000; ++i) w.write_sample(dooly::power::Reading{0, i * 20'000'000, 200.0});
+    w.flush();
+  }
+  setenv("DOOLY_REPLAY_FILE", (std::string(dir) + "/bench.recording").c_str(), 1);
+  setenv("DOOLY_OUTPUT", "none", 1);
+  setenv("DOOLY_TABLE", "0", 1);
+
+  benchmark::RegisterBenchmark("Profiler/begin_end", profiler_begin_end);
+  load("empty", KP_EMPTY_TOOL);
+  load("dooly", KP_GPU_ENERGY);
+  load("simple-kernel-timer", KP_KERNEL_TIMER);
+  for (const Tool& t : tools())
+    benchmark::RegisterBenchmark(("Tool/" + t.name + "/begin_end").c_str(), tool_begin_end, &t);
+  benchmark::RegisterBenchmark("Paced/fake_kernel_only", [](benchmark::State& state) {
+    for (auto _ : state) fake_kernel();
+  });
+  benchmark::RegisterBenchmark("Paced/Profiler/begin_end", profiler_begin_end_paced);
+  for (const Tool& t : tools())
+    benchmark::RegisterBenchmark(("Paced/Tool/" + t.name + "/begin_end").c_str(), tool_begin_end_paced, &t);
+
+  benchmark::RunSpecifiedBenchmarks();
+  for (const Tool& t : tools())
+    if (t.finalize) t.finalize();
+  benchmark::Shutdown();
+  std::fflush(stdout);
+  if (chdir("/") == 0) std::filesystem::remove_all(dir);
+  return 0;
+}
