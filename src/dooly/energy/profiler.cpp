@@ -27,7 +27,10 @@ ProfilerOptions ProfilerOptions::from_env() {
   if (auto v = env::get("DOOLY_POWER_SOURCE")) o.source = *v;
   if (auto v = env::get("DOOLY_REPLAY_FILE")) o.power.path = *v;
   if (auto v = env::get_bool("DOOLY_REPLAY_REALTIME")) o.power.replay_realtime = *v;
-  if (auto v = env::get_double("DOOLY_PERIOD_MS", 1, 10'000)) o.period_ns = ms_to_ns(*v);
+  if (auto v = env::get_double("DOOLY_PERIOD_MS", 1, 10'000)) {
+    o.period_ns = ms_to_ns(*v);
+    o.period_given = true;
+  }
   if (auto v = env::get_double("DOOLY_BASELINE_MS", 0, 60'000)) o.baseline_measure_ns = ms_to_ns(*v);
   if (auto v = env::get_double("DOOLY_BASELINE_W", 0, 1e6)) o.attribution.baseline_w = *v;
   if (auto v = env::get_double("DOOLY_SENSOR_WINDOW_MS", 0, 10'000)) o.sensor_window_ns = ms_to_ns(*v);
@@ -62,6 +65,8 @@ std::unique_ptr<Profiler> Profiler::open(ProfilerOptions options, const power::R
 Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> session, std::string backend)
     : options_(std::move(options)), session_(std::move(session)), backend_(std::move(backend)) {
   channels_ = session_->channels();
+  if (!options_.period_given && session_->preferred_poll_period_ns() > 0)
+    options_.period_ns = session_->preferred_poll_period_ns();
   for (auto& ch : channels_) {
     if (options_.sensor_window_ns) ch.sensor.window_ns = *options_.sensor_window_ns;
     if (options_.sensor_delay_ns) ch.sensor.delay_ns = *options_.sensor_delay_ns;

@@ -27,7 +27,8 @@ namespace dooly::energy {
 struct ProfilerOptions {
   std::string source;                       // DOOLY_POWER_SOURCE; empty = auto-detect
   power::Options power;                     // DOOLY_REPLAY_FILE, DOOLY_NVML_LIBRARY, ...
-  int64_t period_ns = 20'000'000;           // DOOLY_PERIOD_MS
+  int64_t period_ns = 20'000'000;           // DOOLY_PERIOD_MS (else the source's preferred period, else 20 ms)
+  bool period_given = false;
   int64_t baseline_measure_ns = 0;          // DOOLY_BASELINE_MS: quiet interval measured at start
   std::optional<int64_t> sensor_window_ns;  // DOOLY_SENSOR_WINDOW_MS: override the backend's sensor model
   std::optional<int64_t> sensor_delay_ns;   // DOOLY_SENSOR_DELAY_MS
@@ -60,6 +61,7 @@ class Profiler {
   void start();
   Report stop();
   bool running() const noexcept { return running_; }
+  int64_t period_ns() const noexcept { return options_.period_ns; }
 
   double sampler_cpu_s() const noexcept { return sampler_ ? sampler_->thread_cpu_s() : 0.0; }
   uint64_t sampler_ticks() const noexcept { return sampler_ ? sampler_->ticks() : 0; }

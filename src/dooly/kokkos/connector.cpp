@@ -131,7 +131,7 @@ void Connector::init(int, uint64_t) noexcept {
     std::string chans;
     for (const auto& ch : profiler_->channels()) chans += (chans.empty() ? "" : ", ") + ch.name;
     log::info("measuring {} through {} every {:g} ms", chans, profiler_->backend(),
-              static_cast<double>(settings_.profiler.period_ns) / 1e6);
+              static_cast<double>(profiler_->period_ns()) / 1e6);
     profiler_->start();
   } catch (const std::exception& e) {
     disable(e.what());
@@ -305,7 +305,7 @@ std::string Connector::help() {
          "Settings (environment DOOLY_<NAME>, or tool arguments name=value):\n"
          "  POWER_SOURCE   nvml|variorum|rapl|replay (default: first available in that order)\n"
          "  GPUS           CUDA ordinals to watch, e.g. 0,1 (default: every visible GPU)\n"
-         "  PERIOD_MS      sampling period (default 20)\n"
+         "  PERIOD_MS      sampling period (default: 100 for NVML's sample buffer, which returns its backlog; else 20)\n"
          "  MODE           trapezoid|model: which attribution the table leads with (default trapezoid)\n"
          "  BASELINE_W     idle power to subtract (default: measured from quiet readings)\n"
          "  BASELINE_MS    measure the idle baseline for this long at start\n"

@@ -62,6 +62,10 @@ class Session {
   virtual const std::vector<Channel>& channels() const noexcept = 0;
   // Appends readings newer than any returned before, per channel, in time order. Never throws.
   virtual PollStatus poll(std::vector<Reading>& out) noexcept = 0;
+  // How often this session wants to be polled, 0 = no preference. A source that buffers readings (NVML's
+  // sample buffer returns the backlog, but one call costs ~0.5 ms of CPU) asks for a longer period than its
+  // update rate; the profiler uses it unless the user set DOOLY_PERIOD_MS.
+  virtual int64_t preferred_poll_period_ns() const noexcept { return 0; }
   // Vendor's own energy integral (joules since an arbitrary origin), read at a few points only.
   virtual bool supports_energy_counter() const noexcept { return false; }
   virtual std::optional<double> energy_counter_j(uint32_t channel) noexcept { return std::nullopt; }

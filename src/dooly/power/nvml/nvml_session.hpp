@@ -38,6 +38,13 @@ class NvmlSession final : public Session {
   std::optional<double> energy_counter_j(uint32_t channel) noexcept override;
 
   Mode mode(uint32_t channel) const noexcept { return gpus_[channel].mode; }
+  // Samples mode returns the driver's backlog (120 samples, ~2.4 s at 50 Hz) and costs 0.3-0.65 ms of CPU a
+  // call on an H200: poll it every 100 ms instead of every 20 ms (~0.5 % of a core instead of ~3 %).
+  int64_t preferred_poll_period_ns() const noexcept override {
+    for (const auto& g : gpus_)
+      if (g.mode == Mode::samples) return 100'000'000;
+    return 0;
+  }
 
  private:
   struct Gpu {
