@@ -1,8 +1,8 @@
 // Two Kokkos kernels whose rankings by time and by energy differ on an NVIDIA H200:
 //   stream_triad  a(i) = b(i) + s*c(i) over arrays of a few GiB: memory-bound, ~410 W
 //   fma_chain     FP32 FMA chains in registers, almost no memory traffic: ~330 W   (idle ~124 W)
-// Phases, each a Kokkos region, separated by idle gaps (kernel labels carry the phase: stream_triad@alone,
-// fma_chain@alone; plain stream_triad and fma_chain while interleaved):
+// Phases, each a Kokkos region, separated by idle gaps (with --labels phase the alone phases' kernels are
+// labelled stream_triad@alone and fma_chain@alone):
 //   alone:stream   the triad alone for seconds
 //   alone:fma      the FMA kernel alone for seconds
 //   interleaved    one triad, one FMA, one triad, ... (a few ms per kernel), the FMA kernel tuned (from a
@@ -13,12 +13,16 @@
 //   reference phase=<name> kernel=<k> calls=<n> time_s=<t> kernel_time_s=<t> counter_j=<E>
 // (idle gaps too: their counter_j / time_s is the idle power). Without an NVIDIA GPU it says the reference
 // is unavailable and runs on (Serial builds: a CPU smoke test).
-//   kokkos_energy_demo [--stream-mib 2048] [--alone-s 3] [--interleaved-s 6] [--idle-s 1] [--time-ratio 1.12]
-//                      [--fma-n 1048576] [--fma-iters 0 (calibrate)] [--device 0] [--no-reference]
+//   kokkos_energy_demo [--stream-mib 2048] [--alone-s 3] [--interleaved-s 6] [--idle-s 1] [--time-ratio 0=auto]
+//                      [--fma-n 16384] [--fma-iters 0 (calibrate)] [--device 0] [--labels same|phase]
+//                      [--no-reference]
+// --time-ratio auto: 1.12 until the alone phases have measured both kernels' power with the counter, then the
+// geometric middle of the interval where the inversion holds.
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +46,9 @@ struct Options {
   double alone_s = 3.0;
   double interleaved_s = 6.0;
   double idle_s = 1.0;
-  double time_ratio = 1.12;  // FMA call time / triad call time in the interleaved phase
-  long fma_n = 1 << 20;      // FMA threads
+  double time_ratio = 0;     // FMA call time / triad call time while interleaved; 0 = auto (see main)
+  long fma_n = 16384;        // FMA threads: part of the GPU only, so the FMA kernel draws clearly less than the triad
+  bool phase_labels = false; // --labels phase: kernels in the alone phases get "@alone" (own rows)
   long fma_iters = 0;        // 0: calibrate against the triad
   int device = 0;
   bool reference = true;
@@ -52,7 +57,8 @@ struct Options {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "kokkos_energy_demo: %s\nusage: kokkos_energy_demo [--stream-mib MiB] [--alone-s S] [--interleaved-s S] "
-               "[--idle-s S] [--time-ratio R] [--fma-n N] [--fma-iters I] [--device D] [--no-reference]\n",
+               "[--idle-s S] [--time-ratio R|0=auto] [--fma-n N] [--fma-iters I] [--device D] [--labels same|phase] "
+               "[--no-reference]\n",
                why);
   std::exit(2);
 }
@@ -77,6 +83,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--fma-iters") o.fma_iters = static_cast<long>(value());
     else if (a == "--device") o.device = static_cast<int>(value());
     else if (a == "--no-reference") o.reference = false;
+    else if (a == "--labels") {
+      const std::string v = i + 1 < argc ? argv[++i] : "";
+      if (v != "same" && v != "phase") usage("--labels takes same or phase");
+      o.phase_labels = v == "phase";
+    }
     else usage(("unknown argument " + a).c_str());
   }
   if (o.fma_n < 1 || o.stream_mib <= 0) usage("sizes must be positive");
@@ -126,8 +137,9 @@ struct Kernels {
   long fma_iters = 1;
   double stream_s = 0, fma_s = 0;  // kernel time, summed (each call fenced)
   long stream_calls = 0, fma_calls = 0;
-  // Label suffix per phase ("@alone", "@calibrate"; none while interleaved), so the report gives each phase's
-  // kernels their own rows and the interleaved J/call can be set against the alone one.
+  // Label suffix: "@calibrate" while calibrating; "@alone" in the alone phases with --labels phase (then the
+  // report gives each phase's kernels their own rows: the trapezoid's interleaved J/call stands alone). With
+  // the same labels in every phase (default) the model mode fits one power per kernel over the whole run.
   std::string tag;
 
   void triad() {
@@ -170,7 +182,8 @@ struct Phase {
     t0 = Clock::now();
     Kokkos::Profiling::pushRegion(name);
   }
-  void end(const char* kernel, const std::string& calls, double kernel_time_s) {
+  // Prints the phase's line; returns the counter's joules over the phase (when there is a counter).
+  std::optional<double> end(const char* kernel, const std::string& calls, double kernel_time_s) {
     Kokkos::fence();
     Kokkos::Profiling::popRegion();
     const double t = seconds_since(t0);
@@ -182,7 +195,10 @@ struct Phase {
       std::printf("phase %s kernel=%s calls=%s time_s=%.6f kernel_time_s=%.6f\n", name, kernel, calls.c_str(), t,
                   kernel_time_s);
     std::fflush(stdout);
+    if (e0 && e1) return *e1 - *e0;
+    return std::nullopt;
   }
+  double seconds() const { return seconds_since(t0); }
 };
 
 void idle(Reference& ref, const char* name, double s) {
@@ -196,6 +212,7 @@ void idle(Reference& ref, const char* name, double s) {
 int main(int argc, char* argv[]) {
   using namespace demo;
   Kokkos::initialize(argc, argv);
+  bool ok = false;
   {
     const Options opt = parse(argc, argv);
     Reference ref(opt.reference, opt.device);
@@ -216,50 +233,85 @@ int main(int argc, char* argv[]) {
     std::printf("demo: %s, triad over 3 x %.0f MiB, fma over %ld threads\n",
                 Kokkos::DefaultExecutionSpace::name(), opt.stream_mib, opt.fma_n);
 
-    // Calibration: the FMA inner loop count that makes one FMA call last time_ratio triad calls.
+    // Calibration: the FMA inner loop count that makes one FMA call last `ratio` triad calls.
+    auto fma_time = [&k](long iters, int reps) {
+      k.fma_iters = iters;
+      k.reset_counts();
+      for (int i = 0; i < reps; ++i) k.fma();
+      return k.fma_s / reps;
+    };
+    double t_triad = 0;
+    auto tune_fma = [&](double ratio) {
+      Kokkos::Profiling::pushRegion("calibrate");
+      k.tag = "@calibrate";
+      const double target = ratio * t_triad;
+      long iters = k.fma_iters;
+      for (int round = 0; round < 2; ++round) {
+        const double t = fma_time(iters, 3);
+        iters = std::max<long>(1, static_cast<long>(static_cast<double>(iters) * target / t));
+      }
+      const double t_fma = fma_time(iters, 3);
+      Kokkos::Profiling::popRegion();
+      std::printf("demo: fma tuned to %.3f ms/call = %.3f x triad (%ld iterations x 8 chains)\n", t_fma * 1e3,
+                  t_fma / t_triad, k.fma_iters);
+      k.reset_counts();
+    };
     {
       Kokkos::Profiling::pushRegion("calibrate");
       k.tag = "@calibrate";
       k.triad();
       k.reset_counts();
-      for (int i = 0; i < 3; ++i) k.triad();
-      const double t_triad = k.stream_s / 3;
+      for (int i = 0; i < 5; ++i) k.triad();
+      t_triad = k.stream_s / 5;
       if (opt.fma_iters > 0) {
-        k.fma_iters = opt.fma_iters;
+        fma_time(opt.fma_iters, 1);
       } else {
-        k.fma_iters = 256;
-        k.fma();
-        k.reset_counts();
-        k.fma();
-        const double per_iter = k.fma_s / static_cast<double>(k.fma_iters);
-        k.fma_iters = std::max<long>(1, static_cast<long>(opt.time_ratio * t_triad / per_iter));
+        // Two points remove the launch + fence overhead from the per-iteration cost.
+        fma_time(256, 1);  // warm-up
+        const double t1 = fma_time(256, 3), t2 = fma_time(2048, 3);
+        const double per_iter = std::max(1e-12, (t2 - t1) / (2048 - 256));
+        const double fixed_s = std::max(0.0, t1 - 256 * per_iter);
+        k.fma_iters = std::max<long>(1, static_cast<long>((1.12 * t_triad - fixed_s) / per_iter));
       }
-      k.reset_counts();
-      k.fma();
-      const double t_fma = k.fma_s;
       Kokkos::Profiling::popRegion();
-      std::printf("demo: calibrated: triad %.3f ms/call, fma %.3f ms/call (%ld iterations x 8 chains)\n",
-                  t_triad * 1e3, t_fma * 1e3, k.fma_iters);
+      std::printf("demo: triad %.3f ms/call\n", t_triad * 1e3);
       k.reset_counts();
+      if (opt.fma_iters <= 0) tune_fma(opt.time_ratio > 0 ? opt.time_ratio : 1.12);
     }
 
     idle(ref, "idle:start", opt.idle_s);
 
+    std::optional<double> stream_w, fma_w;  // the alone phases' mean power by the counter (idle included)
     {
       Phase p(ref, "alone:stream");
-      k.tag = "@alone";
+      k.tag = opt.phase_labels ? "@alone" : "";
       const auto t0 = Clock::now();
       do k.triad(); while (seconds_since(t0) < opt.alone_s);
-      p.end("stream_triad@alone", std::to_string(k.stream_calls), k.stream_s);
+      const double t = p.seconds();
+      if (auto e = p.end(opt.phase_labels ? "stream_triad@alone" : "stream_triad", std::to_string(k.stream_calls),
+                         k.stream_s))
+        stream_w = *e / t;
       k.reset_counts();
     }
     idle(ref, "idle:after_stream", opt.idle_s);
     {
       Phase p(ref, "alone:fma");
+      k.tag = opt.phase_labels ? "@alone" : "";
       const auto t0 = Clock::now();
       do k.fma(); while (seconds_since(t0) < opt.alone_s);
-      p.end("fma_chain@alone", std::to_string(k.fma_calls), k.fma_s);
+      const double t = p.seconds();
+      if (auto e = p.end(opt.phase_labels ? "fma_chain@alone" : "fma_chain", std::to_string(k.fma_calls), k.fma_s))
+        fma_w = *e / t;
       k.reset_counts();
+    }
+    // Auto ratio: the inversion needs 1 < T_fma / T_stream < P_stream / P_fma (energy(J) includes idle); aim at
+    // the geometric middle of that interval, from the powers the counter measured alone.
+    if (opt.time_ratio <= 0 && opt.fma_iters <= 0 && stream_w && fma_w) {
+      const double span = *stream_w / *fma_w;
+      const double ratio = span > 1.02 ? std::min(1.3, std::sqrt(span)) : 1.12;
+      std::printf("demo: alone: stream %.1f W, fma %.1f W -> interleaved time ratio %.3f%s\n", *stream_w, *fma_w,
+                  ratio, span > 1.02 ? "" : " (the FMA kernel draws as much as the triad: no inversion possible)");
+      tune_fma(ratio);
     }
     idle(ref, "idle:after_fma", opt.idle_s);
     {
@@ -272,7 +324,7 @@ int main(int argc, char* argv[]) {
       } while (seconds_since(t0) < opt.interleaved_s);
       p.end("stream_triad+fma_chain", std::to_string(k.stream_calls) + "+" + std::to_string(k.fma_calls),
             k.stream_s + k.fma_s);
-      std::printf("demo: interleaved: stream_triad %ld calls %.3f s, fma_chain %ld calls %.3f s (fma/stream time %.3f)\n",
+      std::printf("demo: interleaved: stream_triad %ld calls %.6f s, fma_chain %ld calls %.6f s (fma/stream time %.3f)\n",
                   k.stream_calls, k.stream_s, k.fma_calls, k.fma_s, k.stream_s > 0 ? k.fma_s / k.stream_s : 0.0);
       k.reset_counts();
     }
@@ -280,9 +332,11 @@ int main(int argc, char* argv[]) {
 
     // Read something back so the kernels cannot be optimised away.
     auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), k.a);
-    std::printf("demo: done (a[0] = %.1f)\n", static_cast<double>(host(0)));
+    // a = b + 3c with b = 1, c = 2: anything else means the kernels did not run as written.
+    ok = host(0) == 7.0f;
+    std::printf("demo: done (a[0] = %.1f%s)\n", static_cast<double>(host(0)), ok ? "" : ", WRONG: expected 7");
     std::fflush(stdout);
   }
   Kokkos::finalize();
-  return 0;
+  return ok ? 0 : 1;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summaries for scripts/gpu/validate_kokkos.sh (standard library only).
 
-  summarize_kokkos.py demo <demo stdout> <demo.json>
+  summarize_kokkos.py demo <demo stdout> <demo.json> [<stdout> <json> ...]
       The 2% check: per-kernel J/call (above idle) measured by dooly while the kernels interleave, in both
       attribution modes, against the J/call each kernel has alone (GPU energy counter at the phase edges,
       idle power from the counter over the idle gaps); the time/energy inversion; conservation.
@@ -30,60 +30,88 @@ def rows_by_name(report):
     return ch, {r["name"]: r for r in ch["regions"]}
 
 
+def interleaved_split(path):
+    """Per-kernel calls and kernel seconds in the interleaved phase, from the demo's own line."""
+    for line in open(path):
+        m = re.match(r"demo: interleaved: stream_triad (\d+) calls ([\d.]+) s, fma_chain (\d+) calls ([\d.]+) s", line)
+        if m:
+            return {"stream_triad": (int(m[1]), float(m[2])), "fma_chain": (int(m[3]), float(m[4]))}
+    return {}
+
+
 def demo(stdout_path, json_path):
     ref = parse_reference(stdout_path)
     report = json.load(open(json_path))
     ch, rows = rows_by_name(report)
+    phase_labels = "stream_triad@alone" in rows
+    split = interleaved_split(stdout_path)
+    print(f"== {json_path} ({'per-phase labels' if phase_labels else 'same labels in every phase'})")
     if not ref:
-        print("demo: no reference lines (no GPU energy counter): only dooly's figures below")
+        print("no reference lines (no GPU energy counter): only dooly's figures below")
     idle = [p for name, p in ref.items() if name.startswith("idle:")]
     p_idle = (sum(float(p["counter_j"]) for p in idle) / sum(float(p["time_s"]) for p in idle)) if idle else None
-    if p_idle is not None:
-        print(f"idle power (counter over {len(idle)} idle gaps): {p_idle:.2f} W; "
-              f"dooly baseline {ch['baseline_w']:.2f} W ({ch['baseline_method']}); "
-              f"model floor {ch['model_fit']['intercept_w']:.2f} W")
     fit = ch["model_fit"]
+    if p_idle is not None:
+        print(f"idle power (counter over {len(idle)} idle gaps): {p_idle:.2f} W; dooly baseline {ch['baseline_w']:.2f} W "
+              f"({ch['baseline_method']}); model floor {fit['intercept_w']:.2f} W")
+    for name in ("alone:stream", "alone:fma", "interleaved"):
+        if name in ref:
+            p = ref[name]
+            print(f"counter {name}: {float(p['counter_j']) / float(p['time_s']):.1f} W mean over {float(p['time_s']):.2f} s")
     print(f"model fit: fitted={fit['fitted']} samples={fit['samples']} residual={fit['residual_rms_w']:.2f} W "
           f"R2={fit['r_squared']:.4f} {fit['why_not']}")
+    base = p_idle if p_idle is not None else ch["baseline_w"]
 
-    def jpc(row, energy_key, base):
+    def row_jpc(row, energy_key):
         if row is None or row.get(energy_key) is None or not row["calls"]:
             return None
         return (row[energy_key] - base * row["time_s"]) / row["calls"]
 
-    ok_modes = {"trapezoid": True, "model": True}
-    print(f"{'kernel':<14} {'ref J/call':>11} | {'trap interl.':>12} {'err%':>7} | {'model interl.':>13} {'err%':>7} |"
+    def model_interleaved_jpc(row, kernel):
+        # One fitted power per kernel over the whole run: energy per interleaved call = (floor + marginal) x
+        # the call's time there, minus idle.
+        if row is None or row.get("model_power_w") is None or kernel not in split:
+            return None
+        calls, secs = split[kernel]
+        return (fit["intercept_w"] + row["model_power_w"] - base) * secs / calls
+
+    ok = {"trapezoid": None, "model": None}
+    print(f"{'kernel':<13} {'ref J/call':>10} | {'trap interl.':>12} {'err%':>7} | {'model interl.':>13} {'err%':>7} |"
           f" {'trap alone':>10} {'err%':>7} | {'model alone':>11} {'err%':>7}")
-    for base, phase in (("stream_triad", "alone:stream"), ("fma_chain", "alone:fma")):
+    for kernel, phase in (("stream_triad", "alone:stream"), ("fma_chain", "alone:fma")):
         p = ref.get(phase)
-        ref_jpc = None
-        if p and p_idle is not None:
-            ref_jpc = (float(p["counter_j"]) - p_idle * float(p["time_s"])) / int(p["calls"])
-        inter, alone = rows.get(base), rows.get(base + "@alone")
-        b = p_idle if p_idle is not None else ch["baseline_w"]
-        vals = [jpc(inter, "energy_j", b), jpc(inter, "model_energy_j", b), jpc(alone, "energy_j", b),
-                jpc(alone, "model_energy_j", b)]
+        ref_jpc = ((float(p["counter_j"]) - p_idle * float(p["time_s"])) / int(p["calls"])) if p and p_idle else None
+        if phase_labels:
+            inter, alone = rows.get(kernel), rows.get(kernel + "@alone")
+            vals = [row_jpc(inter, "energy_j"), row_jpc(inter, "model_energy_j"), row_jpc(alone, "energy_j"),
+                    row_jpc(alone, "model_energy_j")]
+        else:
+            r = rows.get(kernel)
+            vals = [None, model_interleaved_jpc(r, kernel), None, None]
         cells = []
         for i, v in enumerate(vals):
             err = (100.0 * (v - ref_jpc) / ref_jpc) if (v is not None and ref_jpc) else None
-            if i < 2 and (err is None or abs(err) > 2.0):
-                ok_modes["trapezoid" if i == 0 else "model"] = False
+            if i < 2 and v is not None:
+                mode = "trapezoid" if i == 0 else "model"
+                good = err is not None and abs(err) <= 2.0
+                ok[mode] = good if ok[mode] is None else (ok[mode] and good)
             cells.append(f"{v:>12.5g} {err:>+7.2f}" if err is not None else
                          (f"{v:>12.5g} {'-':>7}" if v is not None else f"{'-':>12} {'-':>7}"))
-        print(f"{base:<14} {ref_jpc if ref_jpc is not None else float('nan'):>11.5g} | " + " | ".join(cells))
-    print("(J/call above idle; dooly's energies with the counter's idle power subtracted, so only the attribution "
-          "differs)")
-    for mode, ok in ok_modes.items():
-        print(f"2% check ({mode}, interleaved vs alone reference): {'PASS' if ok else 'FAIL'}")
+        print(f"{kernel:<13} {ref_jpc if ref_jpc is not None else float('nan'):>10.5g} | " + " | ".join(cells))
+    print("(J/call above the counter's idle power; '-': this run's labels cannot give that figure)")
+    for mode, good in ok.items():
+        if good is not None:
+            print(f"2% check ({mode}, interleaved J/call vs alone reference): {'PASS' if good else 'FAIL'}")
 
-    s, f = rows.get("stream_triad"), rows.get("fma_chain")
-    if s and f:
-        print(f"interleaved: stream_triad {s['calls']} calls {s['time_s']:.3f} s {s['energy_j']:.1f} J (model "
-              f"{s['model_energy_j'] or 0:.1f} J); fma_chain {f['calls']} calls {f['time_s']:.3f} s "
-              f"{f['energy_j']:.1f} J (model {f['model_energy_j'] or 0:.1f} J)")
-        inv_t = f["time_s"] > s["time_s"] and s["energy_j"] > f["energy_j"]
-        inv_m = f["time_s"] > s["time_s"] and (s["model_energy_j"] or 0) > (f["model_energy_j"] or 0)
-        print(f"inversion (fma longer, stream more energy): trapezoid {'YES' if inv_t else 'no'}, "
+    s_row, f_row = rows.get("stream_triad"), rows.get("fma_chain")
+    if s_row and f_row:
+        print(f"table rows: stream_triad {s_row['calls']} calls {s_row['time_s']:.3f} s {s_row['energy_j']:.1f} J "
+              f"(model {s_row['model_energy_j'] or 0:.1f} J); fma_chain {f_row['calls']} calls {f_row['time_s']:.3f} s "
+              f"{f_row['energy_j']:.1f} J (model {f_row['model_energy_j'] or 0:.1f} J)")
+        longer = f_row["time_s"] > s_row["time_s"]
+        inv_t = longer and s_row["energy_j"] > f_row["energy_j"]
+        inv_m = longer and (s_row["model_energy_j"] or 0) > (f_row["model_energy_j"] or 0)
+        print(f"inversion in the table (fma more time, stream more energy): trapezoid {'YES' if inv_t else 'no'}, "
               f"model {'YES' if inv_m else 'no'}")
     try:
         cpu = float(report["meta"]["sampler_cpu_s"])
@@ -94,11 +122,13 @@ def demo(stdout_path, json_path):
         pass
     c = ch["conservation"]
     if c.get("ratio") is not None:
-        ok = abs(c["ratio"] - 1) <= 0.03
-        print(f"conservation: attributed {c['attributed_j']:.1f} J + unattributed {c['unattributed_j']:.1f} J vs "
-              f"counter {c['counter_delta_j']:.1f} J: ratio {c['ratio']:.4f} ({'PASS' if ok else 'FAIL'} at 3%)")
+        good = abs(c["ratio"] - 1) <= 0.03
+        print(f"conservation: run {c['run_energy_j']:.1f} J = attributed {c['attributed_j']:.1f} J + unattributed "
+              f"{c['unattributed_j']:.1f} J vs counter {c['counter_delta_j']:.1f} J: ratio {c['ratio']:.4f} "
+              f"({'PASS' if good else 'FAIL'} at 3%)")
     else:
         print("conservation: no energy counter in the report")
+    print()
 
 
 def overhead(tsv_path, reports):
@@ -136,7 +166,8 @@ def overhead(tsv_path, reports):
 
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "demo":
-        demo(sys.argv[2], sys.argv[3])
+        for i in range(2, len(sys.argv) - 1, 2):
+            demo(sys.argv[i], sys.argv[i + 1])
     elif len(sys.argv) >= 3 and sys.argv[1] == "overhead":
         overhead(sys.argv[2], sys.argv[3:])
     else:
