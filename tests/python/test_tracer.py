@@ -150,6 +150,7 @@ def test_verification_reports_every_disagreement():
     v = compare_runs(a, b, {"max_batch_tokens": 389, "requests": [(1, 1)]})
     assert v["checked_dims"] == 4
     assert v["num_disagreements"] == 2
+    assert v["unchecked_request_dims"] == 0
     assert sorted(d["problem"] for d in v["disagreements"]) == ["MODEL_CONFIG dim changed",
                                                                  "NUM_TOKS dim did not change"]
 
@@ -166,3 +167,12 @@ def test_trace_cli_bad_inputs(tmp_path, capsys):
     unknown.write_text(json.dumps({"model_type": "no-such-arch", "architectures": ["NoSuchForCausalLM"]}))
     assert cli_trace.main(["--model", str(unknown), "--out", str(tmp_path)]) == 2
     assert "model_type" in capsys.readouterr().err
+
+
+def test_verification_does_not_blame_a_count_that_did_not_change():
+    tok = lambda v: {"v": v, "k": "NUM_TOKS", "e": "NUM_TOKS", "f": "NUM_TOKS"}  # noqa: E731
+    req = lambda v: {"v": v, "k": "NUM_REQS", "e": "NUM_REQS", "f": "NUM_REQS"}  # noqa: E731
+    a = {"steps": [{"kind": "prefill", "num_tokens": 521, "num_requests": 3, "ops": [_op(0, [tok(521), req(3)])]}]}
+    b = {"steps": [{"kind": "prefill", "num_tokens": 340, "num_requests": 3, "ops": [_op(0, [tok(340), req(3)])]}]}
+    v = compare_runs(a, b, {"max_batch_tokens": 389, "requests": [(1, 1)]})
+    assert v["num_disagreements"] == 0 and v["unchecked_request_dims"] == 1

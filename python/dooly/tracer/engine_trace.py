@@ -20,10 +20,16 @@ TRACE_FORMAT_VERSION = 1
 # Default request sets (prompt_len, max_new_tokens). With max_batch_tokens=521 the first set gives a
 # prefill-heavy first step (300 + 150 + 71 of 200 = 521 tokens, 3 requests) and a mixed second step (2 decodes +
 # the remaining 129 prompt tokens = 131 tokens, 3 requests). The verification run uses max_batch_tokens=389 and
-# four requests: 150 + 100 + 90 + 49 of 80 = 389 tokens over 4 requests, then 3 decodes + 31 = 34 tokens over 4
-# requests. Every token and request count differs between the two runs, so each NUM_* dim must change.
+# four requests: 60 + 50 + 40 + 239 of 500 = 389 tokens over 4 requests, then 3 decodes + the remaining 261 = 264
+# tokens over 4 requests. Every token and request count differs between the two runs, so each NUM_* dim must
+# change. If the engine schedules differently (a kind missing, or a count equal to the first run's), the
+# alternatives are tried in order.
 PRIMARY = {"max_batch_tokens": 521, "requests": [(300, 3), (150, 3), (200, 3)]}
-SECONDARY = {"max_batch_tokens": 389, "requests": [(150, 3), (100, 3), (90, 3), (80, 3)]}
+SECONDARY = {"max_batch_tokens": 389, "requests": [(60, 3), (50, 3), (40, 3), (500, 3)]}
+SECONDARY_ALTERNATIVES = (
+    {"max_batch_tokens": 389, "requests": [(150, 3), (100, 3), (90, 3), (80, 3)]},
+    {"max_batch_tokens": 457, "requests": [(40, 3), (30, 3), (20, 3), (10, 3), (900, 3)]},
+)
 TRACED_KINDS = ("prefill", "mixed")
 
 
@@ -165,11 +171,23 @@ def trace_model(config_path: str, attention: str, device: str = "cpu", dtype=Non
         "notes": run_a["notes"],
     }
     if verify:
-        from .verify import compare_runs
-        engine_b = engine_factory(config_path, attention=attention, device=device, dtype=dtype,
-                                  max_batch_tokens=secondary["max_batch_tokens"])
-        run_b = trace_run(engine_b, secondary["requests"], kernels=False, log=log)
-        doc["verification"] = compare_runs(run_a, run_b, secondary)
+        from .verify import compare_runs, counts_differ
+        del engine  # the second engine may need the memory
+        candidates = [secondary] + ([] if secondary is not SECONDARY else list(SECONDARY_ALTERNATIVES))
+        tried = []
+        for cand in candidates:
+            engine_b = engine_factory(config_path, attention=attention, device=device, dtype=dtype,
+                                      max_batch_tokens=cand["max_batch_tokens"])
+            run_b = trace_run(engine_b, cand["requests"], kernels=False, log=log)
+            del engine_b
+            tried.append({"max_batch_tokens": cand["max_batch_tokens"], "requests": [list(r) for r in cand["requests"]],
+                          "steps": [[s["kind"], s["num_tokens"], s["num_requests"]] for s in run_b["steps"]]})
+            if counts_differ(run_a, run_b):
+                break
+            log(f"verification: the run with {cand['requests']} did not give steps of every kind with counts "
+                f"different from the first run; trying the next request set")
+        doc["verification"] = compare_runs(run_a, run_b, cand)
+        doc["verification"]["runs_tried"] = tried
         v = doc["verification"]
         log(f"verification: {v['checked_dims']} dims compared against a second run "
             f"({secondary['max_batch_tokens']} max batch tokens, {len(secondary['requests'])} requests): "
