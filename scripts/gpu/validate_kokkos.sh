@@ -13,7 +13,7 @@
 #      medians, each tool's own cost and dooly's sampler CPU (summarize_kokkos.py overhead);
 #      (c) writes driver, GPU name and date to $OUT/env.txt.
 # Environment: OUT, WORK (build folders; default build/gpu), JOBS, KOKKOS_ARCH, DEMO_ARGS, OVERHEAD_KERNELS,
-# OVERHEAD_REPS, SKIP_BUILD=1 (reuse WORK).
+# OVERHEAD_REPS, OVERHEAD_WARMUP, SKIP_BUILD=1 (reuse WORK), SKIP_DEMO=1, SANITY_ONLY=1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out}
@@ -28,6 +28,7 @@ KT_SRC=${KT_SRC:-$ROOT/third_party_build/kokkos-tools-src}
 DEMO_ARGS=${DEMO_ARGS:-"--alone-s 4 --interleaved-s 8 --idle-s 1.5"}
 OVERHEAD_KERNELS=${OVERHEAD_KERNELS:-200000}
 OVERHEAD_REPS=${OVERHEAD_REPS:-5}
+OVERHEAD_WARMUP=${OVERHEAD_WARMUP:-20000}  # launches before the timed loop (GPU clocks and caches settle)
 T0=$(date +%s)
 log() { echo "[validate +$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/progress.log"; }
 : > "$OUT/progress.log"
@@ -36,7 +37,7 @@ log() { echo "[validate +$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/progress.l
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "host: $(hostname)"
-  echo "dooly commit: $(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "dooly commit: ${DOOLY_COMMIT:-$(git -C "$ROOT" rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}"
   echo "kernel: $(uname -srm)"
   if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -q 2>/dev/null | sed -n '1,/^GPU /p' | grep -E "Timestamp|Driver Version|CUDA Version" || true
@@ -142,9 +143,11 @@ run_demo() {  # name extra-args...
   grep -E "^demo:|^reference" "$OUT/$name.txt" | tee -a "$OUT/progress.log"
   sed -n '/^dooly: gpu/,$p' "$OUT/$name.txt"
 }
+if [ "${SKIP_DEMO:-0}" != 1 ]; then
 RECORD=$OUT/demo.recording run_demo demo
 RECORD="" run_demo demo-phase --labels phase
-if command -v python3 >/dev/null 2>&1; then
+fi
+if [ "${SKIP_DEMO:-0}" != 1 ] && command -v python3 >/dev/null 2>&1; then
   python3 "$ROOT/scripts/gpu/summarize_kokkos.py" demo "$OUT/demo.txt" "$OUT/demo.json" \
     "$OUT/demo-phase.txt" "$OUT/demo-phase.json" | tee "$OUT/demo_check.txt"
 else
@@ -167,7 +170,7 @@ for rep in $(seq 1 "$OVERHEAD_REPS"); do
       dooly) lib=$DOOLY_SO ;;
     esac
     line=$(cd "$OUT/overhead" && env ${lib:+KOKKOS_TOOLS_LIBS=$lib} DOOLY_OUTPUT="$OUT/overhead/dooly-$rep" DOOLY_TABLE=0 \
-             "$BENCH" --kernels "$OVERHEAD_KERNELS" 2>>"$OUT/overhead/stderr.txt" | grep "ns_per_kernel=" || true)
+             "$BENCH" --kernels "$OVERHEAD_KERNELS" --warmup "$OVERHEAD_WARMUP" 2>>"$OUT/overhead/stderr.txt" | grep "ns_per_kernel=" || true)
     ns=$(echo "$line" | sed -n 's/.*ns_per_kernel=\([0-9.]*\).*/\1/p')
     echo "$rep $tool $ns" >> "$OUT/overhead.tsv"
     echo "  rep $rep $tool: $line"
