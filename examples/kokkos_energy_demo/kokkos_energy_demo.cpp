@@ -16,8 +16,8 @@
 //   kokkos_energy_demo [--stream-mib 2048] [--alone-s 3] [--interleaved-s 6] [--idle-s 1] [--time-ratio 0=auto]
 //                      [--fma-n 16384] [--fma-iters 0 (calibrate)] [--device 0] [--labels same|phase]
 //                      [--no-reference]
-// --time-ratio auto: 1.12 until the alone phases have measured both kernels' power with the counter, then the
-// geometric middle of the interval where the inversion holds.
+// --time-ratio auto: with the energy counter, a 1 s probe of each kernel measures both powers and the ratio is
+// the geometric middle of the interval where the inversion holds; without it, 1.12.
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -278,19 +278,43 @@ int main(int argc, char* argv[]) {
       k.reset_counts();
       if (opt.fma_iters <= 0) tune_fma(opt.time_ratio > 0 ? opt.time_ratio : 1.12);
     }
+    // Auto ratio: the inversion needs 1 < T_fma / T_stream < P_stream / P_fma (energy(J) includes idle). With a
+    // counter, a short probe of each kernel measures both powers, and the FMA kernel is tuned to the geometric
+    // middle of that interval -- before the alone phases, so alone and interleaved run the same kernels.
+    if (opt.time_ratio <= 0 && opt.fma_iters <= 0 && ref.available()) {
+      auto probe_w = [&](bool stream) -> std::optional<double> {
+        Kokkos::Profiling::pushRegion("calibrate");
+        k.tag = "@calibrate";
+        Kokkos::fence();
+        const std::optional<double> e0 = ref.read_j();
+        const auto t0 = Clock::now();
+        do stream ? k.triad() : k.fma(); while (seconds_since(t0) < 1.0);
+        Kokkos::fence();
+        const double t = seconds_since(t0);
+        const std::optional<double> e1 = ref.read_j();
+        Kokkos::Profiling::popRegion();
+        k.reset_counts();
+        if (!e0 || !e1) return std::nullopt;
+        return (*e1 - *e0) / t;
+      };
+      const std::optional<double> stream_w = probe_w(true), fma_w = probe_w(false);
+      if (stream_w && fma_w) {
+        const double span = *stream_w / *fma_w;
+        const double ratio = span > 1.02 ? std::min(1.3, std::sqrt(span)) : 1.12;
+        std::printf("demo: probe: stream %.1f W, fma %.1f W -> interleaved time ratio %.3f%s\n", *stream_w, *fma_w,
+                    ratio, span > 1.02 ? "" : " (the FMA kernel draws as much as the triad: no inversion possible)");
+        tune_fma(ratio);
+      }
+    }
 
     idle(ref, "idle:start", opt.idle_s);
 
-    std::optional<double> stream_w, fma_w;  // the alone phases' mean power by the counter (idle included)
     {
       Phase p(ref, "alone:stream");
       k.tag = opt.phase_labels ? "@alone" : "";
       const auto t0 = Clock::now();
       do k.triad(); while (seconds_since(t0) < opt.alone_s);
-      const double t = p.seconds();
-      if (auto e = p.end(opt.phase_labels ? "stream_triad@alone" : "stream_triad", std::to_string(k.stream_calls),
-                         k.stream_s))
-        stream_w = *e / t;
+      p.end(opt.phase_labels ? "stream_triad@alone" : "stream_triad", std::to_string(k.stream_calls), k.stream_s);
       k.reset_counts();
     }
     idle(ref, "idle:after_stream", opt.idle_s);
@@ -299,19 +323,8 @@ int main(int argc, char* argv[]) {
       k.tag = opt.phase_labels ? "@alone" : "";
       const auto t0 = Clock::now();
       do k.fma(); while (seconds_since(t0) < opt.alone_s);
-      const double t = p.seconds();
-      if (auto e = p.end(opt.phase_labels ? "fma_chain@alone" : "fma_chain", std::to_string(k.fma_calls), k.fma_s))
-        fma_w = *e / t;
+      p.end(opt.phase_labels ? "fma_chain@alone" : "fma_chain", std::to_string(k.fma_calls), k.fma_s);
       k.reset_counts();
-    }
-    // Auto ratio: the inversion needs 1 < T_fma / T_stream < P_stream / P_fma (energy(J) includes idle); aim at
-    // the geometric middle of that interval, from the powers the counter measured alone.
-    if (opt.time_ratio <= 0 && opt.fma_iters <= 0 && stream_w && fma_w) {
-      const double span = *stream_w / *fma_w;
-      const double ratio = span > 1.02 ? std::min(1.3, std::sqrt(span)) : 1.12;
-      std::printf("demo: alone: stream %.1f W, fma %.1f W -> interleaved time ratio %.3f%s\n", *stream_w, *fma_w,
-                  ratio, span > 1.02 ? "" : " (the FMA kernel draws as much as the triad: no inversion possible)");
-      tune_fma(ratio);
     }
     idle(ref, "idle:after_fma", opt.idle_s);
     {
