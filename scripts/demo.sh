@@ -22,6 +22,8 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && com
 else
   echo "demo: no GPU here; re-analysing a run recorded on an NVIDIA H200: $RECORDING"
   echo "      ($(grep -m1 '^meta,recorded' "$RECORDING" | cut -d, -f3- || true))"
-  "$BIN/cli/dooly" analyze "$RECORDING" --csv out/demo.csv --json out/demo.json
+  # The recording predates the H200 sensor characterisation (docs/results/2026-11-30-h200-sensor-window.md):
+  # give the model mode the fitted effective window and lag, which the nvml backend now uses by default.
+  "$BIN/cli/dooly" analyze "$RECORDING" --sensor-window-ms 25 --sensor-delay-ms 4 --csv out/demo.csv --json out/demo.json
   echo "demo: wrote out/demo.csv and out/demo.json"
 fi

@@ -157,6 +157,34 @@ TEST(Attributor, ConservationAgainstVendorCounter) {
   EXPECT_NEAR(*cs.ratio(), 120.0 / 123.0, 1e-12);
 }
 
+TEST(Attributor, ConservationHoldsWhenOldReadingsAreTrimmedDuringTheRun) {
+  // Live use: the trace is trimmed as processing advances, yet the run's integral between the two counter
+  // reads must stay exact (it once read E(t0) after t0's readings were gone).
+  Feed run({gpu(0)});
+  run.attr->begin_run(0);
+  run.attr->add_counter(0, 5 * kMs, 0.0);
+  const KeyId k = run.keys.intern("k", Kind::kernel_for);
+  for (int64_t t = 0; t <= 60 * kSec; t += 20 * kMs) {
+    run.attr->add_reading({0, t, 100.0 + (t % (2 * kSec) < kSec ? 50.0 : 0.0)});
+    if (t % kSec == 0 && t > 0) {
+      run.attr->add_event({t + kMs, k, 0, 0, true, flags::nested});
+      run.attr->add_event({t + 11 * kMs, k, 0, 0, false, flags::nested});
+    }
+    run.attr->advance(t);
+  }
+  EXPECT_LT(run.attr->retained_readings(), 200u);
+  run.attr->add_counter(0, 60 * kSec, 7000.0);
+  Report rep = run.attr->finish(60 * kSec);
+  // Exact integral of the piecewise-linear trace from 5 ms to 60 s: 100 W throughout, plus 50 W for the
+  // first second of every two, with 20 ms linear ramps at each switch (counted half).
+  double expected = 0;
+  PowerTrace ref;
+  for (int64_t t = 0; t <= 60 * kSec; t += 20 * kMs) ref.append(t, 100.0 + (t % (2 * kSec) < kSec ? 50.0 : 0.0));
+  expected = ref.energy_j(60 * kSec) - ref.energy_j(5 * kMs);
+  EXPECT_NEAR(rep.channels[0].conservation.run_energy_j, expected, 1e-9 * expected);
+  EXPECT_NEAR(*rep.channels[0].conservation.ratio(), expected / 7000.0, 1e-12);
+}
+
 // Kernels A (3 ms, +300 W) and B (2 ms, +100 W) and 1 ms of idle (120 W), repeating every 6 ms, far faster
 // than the 20 ms sensor. The trapezoid hands both the mix's average; the model recovers each one's power.
 struct SquareWave {

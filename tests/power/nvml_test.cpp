@@ -60,7 +60,8 @@ TEST_F(NvmlTest, SamplesModeReturnsTheBacklogOnTheSteadyClockWithoutDuplicates) 
   EXPECT_EQ(ch.name, "gpu0");
   EXPECT_EQ(ch.domain, Domain::gpu);
   EXPECT_EQ(ch.device, 0);
-  EXPECT_EQ(ch.sensor.window_ns, 0);
+  EXPECT_EQ(ch.sensor.window_ns, 25 * kMs);  // the effective window fitted on an H200
+  EXPECT_EQ(ch.sensor.delay_ns, 4 * kMs);
   EXPECT_EQ(ch.sensor.update_ns, 20 * kMs);
   EXPECT_NE(ch.sensor.description.find("NVIDIA H200"), std::string::npos) << ch.sensor.description;
   EXPECT_NE(ch.sensor.description.find("0000:1B:00.0"), std::string::npos) << ch.sensor.description;

@@ -60,6 +60,9 @@ void Attributor::add_reading(const power::Reading& r) {
     return;
   }
   ++s.samples;
+  // Readings from before the run (NVML hands over up to a second of backlog from before the program) stay out
+  // of the baseline and the model: the device was in another state then.
+  if (r.t_ns < run_t0_) return;
   reservoir(s.all_w, s.all_seen, r.power_w);
   if (options_.model) s.model_pending.push_back(r);
 }
@@ -76,6 +79,23 @@ void Attributor::add_counter(uint32_t channel, int64_t t_ns, double energy_j) {
   ChannelState& s = state_[channel];
   if (!s.counter_first) s.counter_first = {t_ns, energy_j};
   s.counter_last = {t_ns, energy_j};
+  // The trace's integral at this instant is taken when processing reaches it, before old readings are trimmed
+  // away, so conservation compares like with like however long the run. Counter reads may arrive out of order
+  // with the events (they are read on another thread): they wait in their own time-sorted queue.
+  auto pos = std::upper_bound(counter_marks_.begin(), counter_marks_.end(), t_ns,
+                              [](int64_t t, const std::pair<int64_t, uint32_t>& m) { return t < m.first; });
+  counter_marks_.insert(pos, {t_ns, channel});
+}
+
+void Attributor::process_counter_marks(int64_t until_ns) {
+  while (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) {
+    const auto [t, channel] = counter_marks_.front();
+    counter_marks_.pop_front();
+    ChannelState& s = state_[channel];
+    const double e = s.trace.energy_j(t);
+    if (!s.counter_first_e) s.counter_first_e = e;
+    s.counter_last_e = e;
+  }
 }
 
 void Attributor::mark_dead(uint32_t channel) {
@@ -96,6 +116,7 @@ void Attributor::advance(int64_t events_complete_ns) {
   while (pending_.size() > options_.max_pending_events) {
     const Event e = pending_.front();
     pending_.pop_front();
+    process_counter_marks(e.t_ns);
     process_event(e);
   }
   process_model_samples(processed_ns_, false);
@@ -106,8 +127,10 @@ void Attributor::process_until(int64_t horizon_ns) {
   while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) {
     const Event e = pending_.front();
     pending_.pop_front();
+    process_counter_marks(e.t_ns);
     process_event(e);
   }
+  process_counter_marks(horizon_ns);
   if (horizon_ns > processed_ns_) processed_ns_ = horizon_ns;
 }
 
@@ -176,7 +199,11 @@ void Attributor::process_event(const Event& ev) {
     for (size_t c = 0; c < state_.size(); ++c) state_[c].run_e0 = e[c];
     return;
   }
-  const Kind kind = keys_.info(ev.key).kind;
+  if (ev.key >= kinds_.size()) {
+    kinds_.resize(ev.key + 1, Kind::other);
+    for (KeyId k = 0; k <= ev.key; ++k) kinds_[k] = keys_.info(k).kind;
+  }
+  const Kind kind = kinds_[ev.key];
   if (!(ev.flags & flags::nested)) {
     auto& opens = free_open_[ev.key];
     if (ev.begin) {
@@ -397,8 +424,8 @@ ChannelReport Attributor::build_channel(size_t c, int64_t t_end) {
   const int64_t t0 = s.counter_first ? s.counter_first->first : run_t0_;
   const int64_t t1 = s.counter_last ? s.counter_last->first : t_end;
   if (t0 != INT64_MIN && !s.trace.empty()) {
-    const double e_end = s.trace.energy_j(t1);
-    const double e_start = (s.counter_first || !s.run_e0) ? s.trace.energy_j(t0) : *s.run_e0;
+    const double e_start = s.counter_first_e ? *s.counter_first_e : s.run_e0 ? *s.run_e0 : s.trace.energy_j(t0);
+    const double e_end = s.counter_last_e ? *s.counter_last_e : s.trace.energy_j(t1);
     cr.conservation.run_energy_j = e_end - e_start;
     cr.run_time_s = static_cast<double>(t1 - t0) * 1e-9;
   }

@@ -105,6 +105,7 @@ class Attributor {
     std::vector<double> quiet_w, all_w;         // reservoirs for the baseline
     uint64_t quiet_seen = 0, all_seen = 0;
     std::optional<std::pair<int64_t, double>> counter_first, counter_last;
+    std::optional<double> counter_first_e, counter_last_e;  // the trace's E(t) at those two reads
     int busy = 0;            // open top-level windows relevant to this channel
     double busy_e0 = 0;
     double attributed_j = 0;
@@ -116,6 +117,7 @@ class Attributor {
   bool relevant(size_t c, int32_t device) const noexcept;
   void process_until(int64_t horizon_ns);
   void process_event(const Event& e);
+  void process_counter_marks(int64_t until_ns);
   void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const;
   Acc& acc(KeyId key, size_t c);
   void close_segment(Open& top, int64_t t, const std::vector<double>& e, const std::vector<Open>& stack);
@@ -128,6 +130,7 @@ class Attributor {
 
   std::vector<power::Channel> channels_;
   const KeyTable& keys_;
+  std::vector<Kind> kinds_;  // cache of keys_' kinds: looked up per event without the table's lock
   AttributorOptions options_;
   std::vector<ChannelState> state_;
   std::vector<std::vector<Acc>> acc_;  // [key][channel]
@@ -135,6 +138,7 @@ class Attributor {
   std::unordered_map<uint32_t, std::vector<Open>> stacks_;
   std::unordered_map<KeyId, std::vector<Open>> free_open_;
   std::deque<Segment> segments_;
+  std::deque<std::pair<int64_t, uint32_t>> counter_marks_;  // (t, channel) of counter reads not yet reached
   std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time
   int64_t processed_ns_ = INT64_MIN;                   // events processed up to here
   int64_t last_event_ns_ = INT64_MIN;

@@ -8,6 +8,7 @@
 #include "dooly/common/env.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
+#include "dooly/energy/report.hpp"
 #include "dooly/power/replay/recording.hpp"
 
 namespace dooly::energy {
@@ -67,10 +68,7 @@ Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> sess
   channels_ = session_->channels();
   if (!options_.period_given && session_->preferred_poll_period_ns() > 0)
     options_.period_ns = session_->preferred_poll_period_ns();
-  for (auto& ch : channels_) {
-    if (options_.sensor_window_ns) ch.sensor.window_ns = *options_.sensor_window_ns;
-    if (options_.sensor_delay_ns) ch.sensor.delay_ns = *options_.sensor_delay_ns;
-  }
+  for (auto& ch : channels_) apply_sensor_overrides(ch, options_.sensor_window_ns, options_.sensor_delay_ns);
   channel_dead_.assign(channels_.size(), false);
   attributor_ = std::make_unique<Attributor>(channels_, keys_, options_.attribution);
   events_.reserve(4096);

@@ -25,10 +25,7 @@ Report analyze_recording(const power::Recording& rec, const AnalysisOptions& opt
   for (const auto& k : rec.keys) keys.insert(k.id, k.name, kind_from_string(k.kind));
 
   std::vector<power::Channel> channels = rec.channels;
-  for (auto& ch : channels) {
-    if (options.sensor_window_ns) ch.sensor.window_ns = *options.sensor_window_ns;
-    if (options.sensor_delay_ns) ch.sensor.delay_ns = *options.sensor_delay_ns;
-  }
+  for (auto& ch : channels) apply_sensor_overrides(ch, options.sensor_window_ns, options.sensor_delay_ns);
   Attributor attr(channels, keys, options.attribution);
 
   int64_t t_first = INT64_MAX, t_last = INT64_MIN;

@@ -92,4 +92,8 @@ struct Report {
   std::vector<ChannelReport> channels;
 };
 
+// Replaces a channel's sensor window / lag with values the user gave (after characterising the sensor) and
+// says so in its description, so every report shows which sensor model its model-mode figures rest on.
+void apply_sensor_overrides(power::Channel& channel, std::optional<int64_t> window_ns, std::optional<int64_t> delay_ns);
+
 }  // namespace dooly::energy

@@ -14,6 +14,15 @@
 
 namespace dooly::energy {
 
+void apply_sensor_overrides(power::Channel& ch, std::optional<int64_t> window_ns, std::optional<int64_t> delay_ns) {
+  if (!window_ns && !delay_ns) return;
+  if (window_ns) ch.sensor.window_ns = *window_ns;
+  if (delay_ns) ch.sensor.delay_ns = *delay_ns;
+  ch.sensor.description += fmt::format(" [sensor window {:g} ms, lag {:g} ms given]",
+                                       static_cast<double>(ch.sensor.window_ns) / 1e6,
+                                       static_cast<double>(ch.sensor.delay_ns) / 1e6);
+}
+
 std::string_view to_string(Mode mode) noexcept { return mode == Mode::model ? "model" : "trapezoid"; }
 
 Mode mode_from_string(std::string_view word) {

@@ -130,9 +130,14 @@ SensorModel sensor_model(Mode m) {
   SensorModel s;
   switch (m) {
     case Mode::samples:
-      s.window_ns = 0;
+      // A sample every ~20 ms. Its effective window (the sensor's own averaging plus how far its stamp can
+      // be from the power it reports) was fitted on an H200 (driver 580.159.04): the model-mode residual of a
+      // run alternating 2.6 ms and 3.1 ms kernels fell from 23 W at 0 ms to 6.4 W at 25 ms with a 4 ms lag
+      // (docs/results/2026-11-30-h200-sensor-window.md). Override: DOOLY_SENSOR_WINDOW_MS / _DELAY_MS.
+      s.window_ns = 25 * kMs;
+      s.delay_ns = 4 * kMs;
       s.update_ns = 20 * kMs;
-      s.description = "nvmlDeviceGetSamples (instantaneous, ~20 ms)";
+      s.description = "nvmlDeviceGetSamples (~20 ms, effective window 25 ms)";
       break;
     case Mode::instant:
       // Yang et al. (SC24) measured the A100/H100 instant reading as a ~25 ms average refreshed every 100 ms.
