@@ -68,10 +68,18 @@ void Attributor::add_reading(const power::Reading& r) {
 }
 
 void Attributor::add_event(const Event& event) {
+  if (event.t_ns >= last_event_ns_) {
+    last_event_ns_ = event.t_ns;
+    pending_.push_back(event);
+    return;
+  }
+  // Late (its thread was preempted before publishing it): back into time order among the events still
+  // pending; one older than what is already processed is moved up to that instant.
   Event e = event;
-  if (e.t_ns < last_event_ns_) e.t_ns = last_event_ns_;  // keep order if a caller's clock read raced
-  last_event_ns_ = e.t_ns;
-  pending_.push_back(e);
+  if (e.t_ns < processed_ns_) e.t_ns = processed_ns_;
+  auto pos = std::upper_bound(pending_.begin(), pending_.end(), e.t_ns,
+                              [](int64_t t, const Event& x) { return t < x.t_ns; });
+  pending_.insert(pos, e);
 }
 
 void Attributor::add_counter(uint32_t channel, int64_t t_ns, double energy_j) {

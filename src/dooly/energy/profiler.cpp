@@ -14,12 +14,6 @@
 namespace dooly::energy {
 
 namespace {
-uint32_t this_thread_index() noexcept {
-  static std::atomic<uint32_t> next{0};
-  thread_local const uint32_t index = next.fetch_add(1);
-  return index;
-}
-
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
 }  // namespace
 
@@ -39,7 +33,7 @@ ProfilerOptions ProfilerOptions::from_env() {
   if (auto v = env::get_bool("DOOLY_MODEL")) o.attribution.model = *v;
   if (auto v = env::get("DOOLY_MODE")) o.mode = mode_from_string(*v);
   if (auto v = env::get("DOOLY_RECORD")) o.record_path = *v;
-  if (auto v = env::get_int("DOOLY_MAX_EVENTS", 1024, 1ll << 30)) o.max_buffered_events = static_cast<size_t>(*v);
+  if (auto v = env::get_int("DOOLY_MAX_EVENTS", 1024, 1ll << 26)) o.max_buffered_events = static_cast<size_t>(*v);
   if (auto v = env::get_list("DOOLY_GPUS")) {
     for (const auto& item : *v) {
       int d = -1;
@@ -64,14 +58,16 @@ std::unique_ptr<Profiler> Profiler::open(ProfilerOptions options, const power::R
 }
 
 Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> session, std::string backend)
-    : options_(std::move(options)), session_(std::move(session)), backend_(std::move(backend)) {
+    : options_(std::move(options)),
+      session_(std::move(session)),
+      backend_(std::move(backend)),
+      buffers_(options_.max_buffered_events) {
   channels_ = session_->channels();
   if (!options_.period_given && session_->preferred_poll_period_ns() > 0)
     options_.period_ns = session_->preferred_poll_period_ns();
   for (auto& ch : channels_) apply_sensor_overrides(ch, options_.sensor_window_ns, options_.sensor_delay_ns);
   channel_dead_.assign(channels_.size(), false);
   attributor_ = std::make_unique<Attributor>(channels_, keys_, options_.attribution);
-  events_.reserve(4096);
   if (!options_.record_path.empty()) {
     recorder_ = std::make_unique<power::RecordingWriter>(options_.record_path);  // throws InputError with the fix
     recorder_->write_meta("backend", backend_);
@@ -91,19 +87,6 @@ Profiler::~Profiler() {
 void Profiler::add_meta(std::string key, std::string value) {
   if (recorder_) recorder_->write_meta(key, value);
   meta_.emplace_back(std::move(key), std::move(value));
-}
-
-void Profiler::record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
-  if (!running_.load(std::memory_order_relaxed)) return;
-  const uint32_t thread = this_thread_index();
-  std::lock_guard<std::mutex> lock(events_mu_);
-  if (events_.size() >= options_.max_buffered_events) {
-    ++events_dropped_;
-    return;
-  }
-  // The stamp is taken under the lock, so the buffer is in time order and a drain at time T holds every
-  // event before T.
-  events_.push_back(Event{now_ns(), key, thread, device, begin, flags});
 }
 
 void Profiler::read_counters() noexcept {
@@ -158,13 +141,20 @@ void Profiler::tick(int64_t) noexcept {
       attributor_->add_reading(r);
       if (recorder_) record_safely([&] { recorder_->write_sample(r); });
     }
-    int64_t complete_ns;
-    {
-      std::lock_guard<std::mutex> lock(events_mu_);
-      drained_.swap(events_);
-      complete_ns = now_ns();
-    }
-    for (const Event& e : drained_) {
+    // Every event stamped before this calibration pair is drained now, but for one whose thread was
+    // preempted between its clock read and its store: it comes at a later tick and the attributor puts it
+    // back in time order.
+    converter_.calibrate();
+    const int64_t complete_ns = converter_.to_ns(ticks());
+    drained_.clear();
+    buffers_.drain(drained_);
+    // Each thread's events are in order; merge the threads by time.
+    std::stable_sort(drained_.begin(), drained_.end(), [](const EventBuffers::Drained& a, const EventBuffers::Drained& b) {
+      return a.event.ticks < b.event.ticks;
+    });
+    for (const auto& d : drained_) {
+      const Event e{converter_.to_ns(d.event.ticks), d.event.key, d.thread, d.event.device, d.event.begin != 0,
+                    d.event.flags};
       attributor_->add_event(e);
       if (recorder_)
         record_safely([&] {
@@ -172,7 +162,6 @@ void Profiler::tick(int64_t) noexcept {
           recorder_->write_event(power::RecordedEvent{e.t_ns, e.key, e.thread, e.device, e.begin, e.flags});
         });
     }
-    drained_.clear();
     attributor_->advance(complete_ns);
   } catch (const std::exception& ex) {
     log::error("sampler tick failed: {}", ex.what());
@@ -181,6 +170,7 @@ void Profiler::tick(int64_t) noexcept {
 
 void Profiler::start() {
   if (running_) return;
+  converter_.calibrate_initial();
   start_ns_ = now_ns();
   read_counters();
   attributor_->begin_run(start_ns_);
@@ -214,10 +204,7 @@ Report Profiler::stop() {
   report.meta.emplace_back("sampler_ticks", std::to_string(sampler_->ticks()));
   report.meta.emplace_back("sampler_missed_deadlines", std::to_string(sampler_->missed_deadlines()));
   report.meta.emplace_back("sampler_cpu_s", fmt::format("{:.6f}", sampler_->thread_cpu_s()));
-  {
-    std::lock_guard<std::mutex> lock(events_mu_);
-    report.events_dropped = events_dropped_;
-  }
+  report.events_dropped = buffers_.dropped();
   if (recorder_) {
     recorder_->write_meta("run_start_ns", std::to_string(start_ns_));
     recorder_->write_meta("run_end_ns", std::to_string(t_end));

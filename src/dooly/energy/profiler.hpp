@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "dooly/energy/attributor.hpp"
+#include "dooly/common/fast_clock.hpp"
 #include "dooly/energy/event.hpp"
+#include "dooly/energy/event_buffers.hpp"
 #include "dooly/energy/key_table.hpp"
 #include "dooly/energy/report.hpp"
 #include "dooly/energy/sampler.hpp"
@@ -35,7 +37,7 @@ struct ProfilerOptions {
   AttributorOptions attribution;            // DOOLY_BASELINE_W, DOOLY_MODEL
   Mode mode = Mode::trapezoid;              // DOOLY_MODE: which mode the table leads with
   std::string record_path;                  // DOOLY_RECORD: write every reading and window for re-analysis
-  size_t max_buffered_events = 1u << 20;    // DOOLY_MAX_EVENTS: events held between two sampler ticks
+  size_t max_buffered_events = 1u << 18;    // DOOLY_MAX_EVENTS: events per host thread between two sampler ticks
 
   // Reads every DOOLY_* variable above; throws InputError naming the variable and the fix.
   static ProfilerOptions from_env();
@@ -53,9 +55,13 @@ class Profiler {
   const std::vector<std::string>& skipped_backends() const noexcept { return skipped_; }
 
   KeyId key(std::string_view name, Kind kind) { return keys_.intern(name, kind); }
-  // Hot path: one clock read and one append under a short lock. Never throws.
-  void begin(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept { record(key, device, true, flags); }
-  void end(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept { record(key, device, false, flags); }
+  // Hot path: one clock read and one store into this thread's ring; no lock. Never throws.
+  void begin(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept {
+    if (running_.load(std::memory_order_relaxed)) buffers_.record(key, device, true, flags);
+  }
+  void end(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept {
+    if (running_.load(std::memory_order_relaxed)) buffers_.record(key, device, false, flags);
+  }
 
   void add_meta(std::string key, std::string value);
   void start();
@@ -67,7 +73,6 @@ class Profiler {
   uint64_t sampler_ticks() const noexcept { return sampler_ ? sampler_->ticks() : 0; }
 
  private:
-  void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept;
   void tick(int64_t now_ns) noexcept;
   void read_counters() noexcept;
   void record_key(KeyId key);
@@ -88,10 +93,9 @@ class Profiler {
   std::vector<std::pair<std::string, std::string>> meta_;
 
   std::mutex attributor_mu_;  // the sampler thread and start/stop's counter reads
-  std::mutex events_mu_;
-  std::vector<Event> events_;
-  std::vector<Event> drained_;
-  uint64_t events_dropped_ = 0;
+  EventBuffers buffers_;
+  TickConverter converter_;  // sampler thread only (and start/stop before/after it runs)
+  std::vector<EventBuffers::Drained> drained_;
   std::vector<power::Reading> readings_;
   std::vector<bool> channel_dead_;
   std::string last_poll_error_;

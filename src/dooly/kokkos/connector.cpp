@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,17 @@ std::string default_prefix() {
 }
 
 }  // namespace
+
+struct Connector::LabelCache {
+  struct Entry {
+    uint64_t generation = 0;
+    const char* ptr = nullptr;
+    Kind kind = Kind::other;
+    energy::KeyId key = 0;
+    std::string text;
+  };
+  std::array<Entry, 64> entries;
+};
 
 ConnectorSettings ConnectorSettings::from_env() {
   ConnectorSettings s;
@@ -127,6 +139,8 @@ void Connector::init(int, uint64_t) noexcept {
       energy::check_writable(settings_.output_prefix + ".json");
     }
     profiler_ = factory_(settings_.profiler);
+    static std::atomic<uint64_t> generations{0};
+    generation_ = generations.fetch_add(1) + 1;
     for (const auto& s : profiler_->skipped_backends()) log::info("skipped {}", s);
     std::string chans;
     for (const auto& ch : profiler_->channels()) chans += (chans.empty() ? "" : ", ") + ch.name;
@@ -143,11 +157,40 @@ void Connector::begin_kernel(Kind kind, const char* name, uint32_t dev_id, uint6
   if (!profiler_ || !name) return;
   try {
     const int32_t device = gpu_ordinal(dev_id);
-    const energy::KeyId key = profiler_->key(name, kind);
+    const energy::KeyId key = key_for(name, kind);
     profiler_->begin(key, device);
     if (kernel_id) *kernel_id = encode(key, device);
   } catch (...) {
   }
+}
+
+energy::KeyId Connector::key_for(const char* name, Kind kind) {
+  // Kernel labels arrive on every launch, usually from the same few strings: a small per-thread cache keyed by
+  // the pointer spares the key table's lock and hash. The text is compared too, since a label's storage can be
+  // reused for another label. The thread-local is one plain pointer pair with the initial-exec model (in a
+  // dlopen'ed library a general-dynamic one costs a __tls_get_addr call per access).
+  struct Slot {
+    uint64_t generation;
+    LabelCache* cache;
+  };
+  static thread_local Slot slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+  if (slot.generation != generation_) {
+    auto owned = std::make_unique<LabelCache>();
+    slot.cache = owned.get();
+    slot.generation = generation_;
+    std::lock_guard<std::mutex> lock(mu_);
+    label_caches_.push_back(std::move(owned));  // freed with the connector, never while it serves hooks
+  }
+  LabelCache::Entry& e = slot.cache->entries[((reinterpret_cast<uintptr_t>(name) >> 3) ^ static_cast<uintptr_t>(kind)) & 63];
+  if (e.generation == generation_ && e.ptr == name && e.kind == kind && std::strcmp(e.text.c_str(), name) == 0)
+    return e.key;
+  const energy::KeyId key = profiler_->key(name, kind);
+  e.generation = generation_;
+  e.ptr = name;
+  e.kind = kind;
+  e.key = key;
+  e.text = name;
+  return key;
 }
 
 void Connector::end_kernel(uint64_t kernel_id) noexcept {
@@ -234,10 +277,7 @@ void Connector::declare_metadata(const char* key, const char* value) noexcept {
 void Connector::begin_fence(const char* name, uint32_t dev_id, uint64_t* handle) noexcept {
   if (handle) *handle = 0;
   if (!profiler_) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++fences_seen_;
-  }
+  fences_seen_.fetch_add(1, std::memory_order_relaxed);
   if (!settings_.fences || !name) return;
   try {
     const int32_t device = gpu_ordinal(dev_id);
@@ -323,7 +363,7 @@ void Connector::finalize() noexcept {
     report_ = profiler_->stop();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      report_.meta.emplace_back("kokkos.fences", std::to_string(fences_seen_));
+      report_.meta.emplace_back("kokkos.fences", std::to_string(fences_seen_.load()));
       for (const auto& [name, n] : event_counts_) report_.meta.emplace_back("kokkos.event." + name, std::to_string(n));
       for (const auto& [space, peak] : space_peak_)
         report_.meta.emplace_back("kokkos.peak_bytes." + space, std::to_string(peak));

@@ -1,6 +1,7 @@
 #pragma once
 // Kokkos Tools semantics on top of the energy engine. Every hook is noexcept: a failure is logged once and
 // the connector degrades to doing nothing, so the host program always runs on.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -69,6 +70,9 @@ class Connector {
   }
   static energy::KeyId decode_key(uint64_t handle) noexcept { return static_cast<energy::KeyId>((handle >> 32) - 1); }
   void disable(const std::string& why) noexcept;
+  energy::KeyId key_for(const char* name, energy::Kind kind);
+  struct LabelCache;
+  std::vector<std::unique_ptr<LabelCache>> label_caches_;  // one per thread that launched kernels
   void write_outputs() noexcept;
 
   ProfilerFactory factory_;
@@ -79,7 +83,8 @@ class Connector {
   std::vector<std::pair<energy::KeyId, bool>> sections_;  // id -> key, alive
   std::unordered_map<std::string, uint64_t> event_counts_;
   std::unordered_map<std::string, int64_t> space_bytes_, space_peak_;
-  uint64_t fences_seen_ = 0;
+  std::atomic<uint64_t> fences_seen_{0};  // Kokkos 4 calls the fence hooks ~6 times per kernel: no lock
+  uint64_t generation_ = 0;               // tells this connector's per-thread label cache from another's
   energy::Report report_;
   std::string table_;
 };

@@ -1,0 +1,44 @@
+#pragma once
+// The hooks' clock. Where the CPU has an invariant time-stamp counter (constant_tsc + nonstop_tsc), a hook
+// reads it (~9 ns) instead of steady_clock (~21 ns); the sampler thread maps ticks onto dooly's one clock
+// (steady_clock ns) from pairs of both read together at every tick, so everything downstream still sees
+// steady ns (DESIGN.md "One clock": converted once, at the boundary). Elsewhere ticks are steady ns.
+#include <cstdint>
+#include <utility>
+
+#include "dooly/common/clock.hpp"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace dooly {
+
+// True when ticks() reads the TSC. Decided once per process (DOOLY_TSC=0 turns it off).
+bool tsc_ticks() noexcept;
+
+inline uint64_t ticks() noexcept {
+#if defined(__x86_64__)
+  static const bool tsc = tsc_ticks();
+  if (tsc) return __rdtsc();
+#endif
+  return static_cast<uint64_t>(now_ns());
+}
+
+// Maps ticks to steady ns along the line through the last two calibration pairs (taken by one thread, e.g. at
+// every sampler tick, so events drained at a tick are interpolated between it and the previous one).
+class TickConverter {
+ public:
+  // A pair (ticks, steady ns) read back to back, as tightly as possible.
+  static std::pair<uint64_t, int64_t> read_pair() noexcept;
+  void calibrate() noexcept;          // takes a pair and keeps it with the previous one
+  void calibrate_initial() noexcept;  // two pairs 1 ms apart: a first rate before the sampler's ticks
+  int64_t to_ns(uint64_t t) const noexcept;
+
+ private:
+  uint64_t t0_ = 0, t1_ = 0;
+  int64_t ns0_ = 0, ns1_ = 0;
+  int pairs_ = 0;
+};
+
+}  // namespace dooly

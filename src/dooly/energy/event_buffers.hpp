@@ -1,0 +1,91 @@
+#pragma once
+// Where the hooks put their events: one bounded single-producer/single-consumer ring per host thread, so a
+// hook takes no lock and shares no cache line with other threads. The sampler thread drains every ring at each
+// tick. A full ring drops the event and counts it (memory stays bounded inside the host program).
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dooly/common/fast_clock.hpp"
+#include "dooly/energy/key_table.hpp"
+
+namespace dooly::energy {
+
+struct RawEvent {
+  uint64_t ticks;  // dooly::ticks(): converted to steady ns by the sampler
+  KeyId key;
+  int16_t device;
+  uint8_t begin;
+  uint8_t flags;
+};
+static_assert(sizeof(RawEvent) == 16);
+
+class EventBuffers {
+ public:
+  // capacity: events per thread between two drains (rounded up to a power of two).
+  explicit EventBuffers(size_t capacity);
+  ~EventBuffers();
+
+  // Hot path (any thread). Never throws, never blocks except on a thread's very first event.
+  void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
+    Ring* r = local_ring();
+    if (!r) return;
+    const uint64_t h = r->head.load(std::memory_order_relaxed);
+    if (h - r->tail.load(std::memory_order_acquire) >= capacity_) {
+      r->dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    r->slots[h & mask_] = RawEvent{ticks(), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
+                                   static_cast<uint8_t>(flags)};
+    r->head.store(h + 1, std::memory_order_release);
+  }
+
+  struct Drained {
+    uint32_t thread;
+    RawEvent event;
+  };
+  // Consumer (one thread): appends every published event, each thread's in order.
+  void drain(std::vector<Drained>& out);
+  uint64_t dropped() const noexcept;
+
+ private:
+  struct Ring {
+    Ring(size_t capacity, uint32_t index, std::thread::id id) : slots(capacity), thread(index), owner(id) {}
+    std::vector<RawEvent> slots;
+    alignas(64) std::atomic<uint64_t> head{0};
+    alignas(64) std::atomic<uint64_t> tail{0};
+    std::atomic<uint64_t> dropped{0};
+    uint32_t thread;
+    std::thread::id owner;
+  };
+  // One small plain thread-local with the initial-exec model: inside the dlopen'ed connector a general-dynamic
+  // thread-local costs a __tls_get_addr call per access, several times the rest of the hook.
+  struct LocalRing {
+    uint64_t generation;
+    Ring* ring;
+  };
+  static LocalRing& local() noexcept {
+    static thread_local LocalRing slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+    return slot;
+  }
+  Ring* local_ring() noexcept {
+    LocalRing& l = local();
+    if (l.generation != generation_) {
+      l.ring = register_thread();
+      l.generation = generation_;
+    }
+    return l.ring;
+  }
+  Ring* register_thread() noexcept;
+
+  const size_t capacity_;
+  const uint64_t mask_;
+  const uint64_t generation_;  // unique per instance: a new buffer at a reused address is not mistaken
+  mutable std::mutex mu_;      // guards rings_ (registration and drain)
+  std::vector<std::unique_ptr<Ring>> rings_;
+};
+
+}  // namespace dooly::energy
