@@ -151,7 +151,7 @@ void Attributor::energies_at(int64_t t_ns, std::vector<double>& out, bool& extra
   }
 }
 
-void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& e, const std::vector<Open>& stack) {
+void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack) {
   const int64_t dt = t - top.seg_t0;
   if (dt <= 0) return;
   for (size_t c = 0; c < state_.size(); ++c) {
@@ -165,12 +165,12 @@ void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& 
     segments_.pop_front();
     ++segments_dropped_;
   }
-  segments_.push_back({top.seg_t0, t, top.key, top.device});
+  segments_.push_back({top.seg_t0, t, top.key, top.device, stack.thread});
   // Time this innermost stretch adds under each enclosing window (for the model's inclusive energies).
   for (const Open& o : stack) overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | top.key] += dt;
 }
 
-void Attributor::end_nested(std::vector<Open>& stack, int64_t t, const std::vector<double>& e, bool extrapolated) {
+void Attributor::end_nested(FrameStack& stack, int64_t t, const std::vector<double>& e, bool extrapolated) {
   Open& top = stack.back();
   close_segment(top, t, e, stack);
   const int64_t dt = t - top.t0;
@@ -193,7 +193,7 @@ void Attributor::end_nested(std::vector<Open>& stack, int64_t t, const std::vect
   stack.pop_back();
   if (!stack.empty()) {
     stack.back().seg_t0 = t;
-    stack.back().seg_e0 = e;
+    stack.back().seg_e0.assign(e.begin(), e.end());
   }
 }
 
@@ -244,7 +244,7 @@ void Attributor::process_event(const Event& ev) {
     return;
   }
 
-  std::vector<Open>& stack = stacks_[ev.thread];
+  FrameStack& stack = stack_of(ev.thread);
   if (ev.begin) {
     if (!stack.empty()) close_segment(stack.back(), ev.t_ns, e, stack);
     if (stack.empty()) {
@@ -254,17 +254,17 @@ void Attributor::process_event(const Event& ev) {
         if (s.busy++ == 0) s.busy_e0 = e[c];
       }
     }
-    stack.push_back(Open{ev.key, ev.device, ev.t_ns, ev.t_ns, e, e});
+    stack.push(ev.key, ev.device, ev.t_ns, e);
     return;
   }
   // An end: normally the top of the stack. Ends of windows whose begin was lost, or that close an outer
   // window before its inner ones, are repaired (inner ones closed here) and counted.
-  auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const Open& o) { return o.key == ev.key; });
-  if (it == stack.rend()) {
+  size_t depth = stack.size();
+  while (depth > 0 && (stack.begin() + static_cast<std::ptrdiff_t>(depth - 1))->key != ev.key) --depth;
+  if (depth == 0) {
     ++unmatched_;
     return;
   }
-  const size_t depth = static_cast<size_t>(stack.rend() - it);
   while (stack.size() > depth) {
     ++unmatched_;
     end_nested(stack, ev.t_ns, e, extrapolated);
@@ -328,9 +328,20 @@ void Attributor::add_model_sample(size_t c, const power::Reading& r) {
   };
   auto first = std::lower_bound(segments_.begin(), segments_.end(), a,
                                 [](const Segment& sg, int64_t t) { return sg.t1 <= t; });
-  for (auto it = first; it != segments_.end(); ++it)
-    if (it->t0 < b || (w == 0 && it->t0 <= b)) add(it->key, it->device, it->t0, it->t1);
-  for (const auto& [thread, stack] : stacks_)
+  // Segments are in order of their end; each thread's are disjoint and in order, so once a thread shows a
+  // segment starting after the window, none of its later ones can overlap it: stop when every thread has.
+  std::vector<bool>& past = scratch_past_;
+  past.assign(stacks_.size(), false);
+  size_t threads_past = 0;
+  for (auto it = first; it != segments_.end() && threads_past < past.size(); ++it) {
+    if (it->t0 < b || (w == 0 && it->t0 <= b)) {
+      add(it->key, it->device, it->t0, it->t1);
+    } else if (it->thread < past.size() && !past[it->thread]) {
+      past[it->thread] = true;
+      ++threads_past;
+    }
+  }
+  for (const FrameStack& stack : stacks_)
     if (!stack.empty()) add(stack.back().key, stack.back().device, stack.back().seg_t0, INT64_MAX);
 
   if (occ.empty()) reservoir(s.quiet_w, s.quiet_seen, r.power_w);
@@ -388,7 +399,7 @@ Report Attributor::finish(int64_t t_end_ns) {
   bool extrapolated = false;
   std::vector<double> e;
   energies_at(t_close, e, extrapolated);
-  for (auto& [thread, stack] : stacks_)
+  for (FrameStack& stack : stacks_)
     while (!stack.empty()) {
       ++unmatched_;
       end_nested(stack, t_close, e, extrapolated);

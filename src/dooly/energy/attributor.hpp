@@ -75,17 +75,52 @@ class Attributor {
     uint64_t extrapolated = 0;
   };
   struct Open {
-    KeyId key;
-    int32_t device;
-    int64_t t0;
-    int64_t seg_t0;
+    KeyId key = 0;
+    int32_t device = -1;
+    int64_t t0 = 0;
+    int64_t seg_t0 = 0;
     std::vector<double> e0;      // E(t0) per channel
     std::vector<double> seg_e0;  // E(seg_t0) per channel
   };
-  struct Segment {  // a stretch during which `key` was the innermost window on some thread
+  // One thread's open nested windows. Frames are reused (their energy vectors keep their capacity), so the
+  // sampler thread allocates nothing per event once a stack has reached its depth.
+  class FrameStack {
+   public:
+    bool empty() const noexcept { return depth_ == 0; }
+    size_t size() const noexcept { return depth_; }
+    Open& back() noexcept { return frames_[depth_ - 1]; }
+    const Open& back() const noexcept { return frames_[depth_ - 1]; }
+    void push(KeyId key, int32_t device, int64_t t, const std::vector<double>& e) {
+      if (depth_ == frames_.size()) frames_.emplace_back();
+      Open& o = frames_[depth_++];
+      o.key = key;
+      o.device = device;
+      o.t0 = o.seg_t0 = t;
+      o.e0.assign(e.begin(), e.end());
+      o.seg_e0.assign(e.begin(), e.end());
+    }
+    void pop_back() noexcept { --depth_; }
+    std::vector<Open>::const_iterator begin() const noexcept { return frames_.begin(); }
+    std::vector<Open>::const_iterator end() const noexcept { return frames_.begin() + static_cast<std::ptrdiff_t>(depth_); }
+
+    uint32_t thread = 0;
+
+   private:
+    std::vector<Open> frames_;
+    size_t depth_ = 0;
+  };
+  FrameStack& stack_of(uint32_t thread) {
+    while (thread >= stacks_.size()) {
+      stacks_.emplace_back();
+      stacks_.back().thread = static_cast<uint32_t>(stacks_.size() - 1);
+    }
+    return stacks_[thread];
+  }
+  struct Segment {  // a stretch during which `key` was the innermost window on thread `thread`
     int64_t t0, t1;
     KeyId key;
     int32_t device;
+    uint32_t thread;
   };
   struct Model {
     std::unordered_map<KeyId, int> column;  // key -> column (0 is the intercept)
@@ -120,8 +155,8 @@ class Attributor {
   void process_counter_marks(int64_t until_ns);
   void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const;
   Acc& acc(KeyId key, size_t c);
-  void close_segment(Open& top, int64_t t, const std::vector<double>& e, const std::vector<Open>& stack);
-  void end_nested(std::vector<Open>& stack, int64_t t, const std::vector<double>& e, bool extrapolated);
+  void close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack);
+  void end_nested(FrameStack& stack, int64_t t, const std::vector<double>& e, bool extrapolated);
   void process_model_samples(int64_t horizon_ns, bool all);
   void add_model_sample(size_t c, const power::Reading& r);
   void reservoir(std::vector<double>& v, uint64_t& seen, double value);
@@ -135,7 +170,7 @@ class Attributor {
   std::vector<ChannelState> state_;
   std::vector<std::vector<Acc>> acc_;  // [key][channel]
   std::deque<Event> pending_;
-  std::unordered_map<uint32_t, std::vector<Open>> stacks_;
+  std::vector<FrameStack> stacks_;  // by thread index
   std::unordered_map<KeyId, std::vector<Open>> free_open_;
   std::deque<Segment> segments_;
   std::deque<std::pair<int64_t, uint32_t>> counter_marks_;  // (t, channel) of counter reads not yet reached
@@ -147,6 +182,7 @@ class Attributor {
   uint64_t segments_dropped_ = 0;
   uint64_t rng_ = 0x9E3779B97F4A7C15ull;
   std::vector<double> scratch_e_;
+  std::vector<bool> scratch_past_;
 };
 
 }  // namespace dooly::energy

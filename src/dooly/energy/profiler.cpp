@@ -1,5 +1,6 @@
 #include "dooly/energy/profiler.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -148,10 +149,12 @@ void Profiler::tick(int64_t) noexcept {
     const int64_t complete_ns = converter_.to_ns(ticks());
     drained_.clear();
     buffers_.drain(drained_);
-    // Each thread's events are in order; merge the threads by time.
-    std::stable_sort(drained_.begin(), drained_.end(), [](const EventBuffers::Drained& a, const EventBuffers::Drained& b) {
+    // Each thread's events are in order; merge the threads by time (nothing to do for one thread).
+    auto by_ticks = [](const EventBuffers::Drained& a, const EventBuffers::Drained& b) {
       return a.event.ticks < b.event.ticks;
-    });
+    };
+    if (!std::is_sorted(drained_.begin(), drained_.end(), by_ticks))
+      std::stable_sort(drained_.begin(), drained_.end(), by_ticks);
     for (const auto& d : drained_) {
       const Event e{converter_.to_ns(d.event.ticks), d.event.key, d.thread, d.event.device, d.event.begin != 0,
                     d.event.flags};
