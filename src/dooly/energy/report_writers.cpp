@@ -43,7 +43,7 @@ std::string shorten(const std::string& name, size_t width) {
 // Significant digits that stay readable from microjoules to kilojoules.
 std::string compact(double v) {
   const double a = std::fabs(v);
-  if (a == 0) return "0";
+  if (a < 1e-12) return "0";  // rounding residue of a subtraction, not a figure
   if (a >= 100) return fmt::format("{:.1f}", v);
   if (a >= 1) return fmt::format("{:.3f}", v);
   return fmt::format("{:.3g}", v);

@@ -34,10 +34,6 @@ ThreadState& thread_state(const Connector* owner) {
   return state;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string default_prefix() {
   char host[256] = "host";
