@@ -15,7 +15,7 @@
 // is unavailable and runs on (Serial builds: a CPU smoke test).
 //   kokkos_energy_demo [--stream-mib 2048] [--alone-s 3] [--interleaved-s 6] [--idle-s 1] [--time-ratio 0=auto]
 //                      [--fma-n 16384] [--fma-iters 0 (calibrate)] [--device 0] [--labels same|phase]
-//                      [--no-reference]
+//                      [--no-reference] [--no-bracket]
 // --time-ratio auto: with the energy counter, a 1 s probe of each kernel measures both powers and the ratio is
 // the geometric middle of the interval where the inversion holds; without it, 1.12.
 #include <Kokkos_Core.hpp>
@@ -49,6 +49,7 @@ struct Options {
   double time_ratio = 0;     // FMA call time / triad call time while interleaved; 0 = auto (see main)
   long fma_n = 16384;        // FMA threads: part of the GPU only, so the FMA kernel draws clearly less than the triad
   bool phase_labels = false; // --labels phase: kernels in the alone phases get "@alone" (own rows)
+  bool bracket = true;        // --no-bracket: no second pair of alone phases after the interleaved one
   long fma_iters = 0;        // 0: calibrate against the triad
   int device = 0;
   bool reference = true;
@@ -58,7 +59,7 @@ struct Options {
   std::fprintf(stderr,
                "kokkos_energy_demo: %s\nusage: kokkos_energy_demo [--stream-mib MiB] [--alone-s S] [--interleaved-s S] "
                "[--idle-s S] [--time-ratio R|0=auto] [--fma-n N] [--fma-iters I] [--device D] [--labels same|phase] "
-               "[--no-reference]\n",
+               "[--no-reference] [--no-bracket]\n",
                why);
   std::exit(2);
 }
@@ -83,6 +84,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--fma-iters") o.fma_iters = static_cast<long>(value());
     else if (a == "--device") o.device = static_cast<int>(value());
     else if (a == "--no-reference") o.reference = false;
+    else if (a == "--no-bracket") o.bracket = false;
     else if (a == "--labels") {
       const std::string v = i + 1 < argc ? argv[++i] : "";
       if (v != "same" && v != "phase") usage("--labels takes same or phase");
@@ -309,23 +311,25 @@ int main(int argc, char* argv[]) {
 
     idle(ref, "idle:start", opt.idle_s);
 
-    {
-      Phase p(ref, "alone:stream");
+    auto alone_stream = [&](const char* name) {
+      Phase p(ref, name);
       k.tag = opt.phase_labels ? "@alone" : "";
       const auto t0 = Clock::now();
       do k.triad(); while (seconds_since(t0) < opt.alone_s);
       p.end(opt.phase_labels ? "stream_triad@alone" : "stream_triad", std::to_string(k.stream_calls), k.stream_s);
       k.reset_counts();
-    }
-    idle(ref, "idle:after_stream", opt.idle_s);
-    {
-      Phase p(ref, "alone:fma");
+    };
+    auto alone_fma = [&](const char* name) {
+      Phase p(ref, name);
       k.tag = opt.phase_labels ? "@alone" : "";
       const auto t0 = Clock::now();
       do k.fma(); while (seconds_since(t0) < opt.alone_s);
       p.end(opt.phase_labels ? "fma_chain@alone" : "fma_chain", std::to_string(k.fma_calls), k.fma_s);
       k.reset_counts();
-    }
+    };
+    alone_stream("alone:stream");
+    idle(ref, "idle:after_stream", opt.idle_s);
+    alone_fma("alone:fma");
     idle(ref, "idle:after_fma", opt.idle_s);
     {
       Phase p(ref, "interleaved");
@@ -342,6 +346,14 @@ int main(int argc, char* argv[]) {
       k.reset_counts();
     }
     idle(ref, "idle:end", opt.idle_s);
+    if (opt.bracket) {
+      // The same alone phases again after the interleaved one: the GPU warms over the run, so the alone
+      // reference for the interleaved calls is the mean of before and after (scripts/gpu/summarize_kokkos.py).
+      alone_stream("alone:stream:after");
+      idle(ref, "idle:after_stream2", opt.idle_s);
+      alone_fma("alone:fma:after");
+      idle(ref, "idle:end2", opt.idle_s);
+    }
 
     // Read something back so the kernels cannot be optimised away.
     auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), k.a);
