@@ -78,7 +78,7 @@ void ConnectorSettings::apply_args(const std::vector<std::string>& args) {
                                   "DOOLY_BASELINE_MS", "DOOLY_BASELINE_W", "DOOLY_SENSOR_WINDOW_MS",
                                   "DOOLY_SENSOR_DELAY_MS", "DOOLY_MODEL", "DOOLY_MODE", "DOOLY_RECORD",
                                   "DOOLY_MAX_EVENTS", "DOOLY_GPUS", "DOOLY_OUTPUT", "DOOLY_TABLE", "DOOLY_FENCES",
-                                  "DOOLY_TABLE_FILE", "DOOLY_NVML_MODE", "DOOLY_LOG"};
+                                  "DOOLY_TABLE_FILE", "DOOLY_NVML_MODE", "DOOLY_LOG", "DOOLY_TSC"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
       DOOLY_THROW(InputError, "see the list of settings with --kokkos-tools-help", "unknown tool argument '{}'",
                   a.substr(0, eq));
@@ -350,7 +350,8 @@ std::string Connector::help() {
          "  RECORD         write every reading and window to this file for `dooly analyze`\n"
          "  FENCES         1 = give fences their own rows (default: counted only)\n"
          "  SENSOR_WINDOW_MS / SENSOR_DELAY_MS  the sensor's averaging window and lag (model mode)\n"
-         "  REPLAY_FILE    recording to replay as the power source\n";
+         "  REPLAY_FILE    recording to replay as the power source\n"
+         "  TSC            0 = stamp hooks with steady_clock instead of the CPU's time-stamp counter\n";
 }
 
 void Connector::finalize() noexcept {
