@@ -20,10 +20,7 @@ bash scripts/build.sh default
 ctest --preset default -j "$jobs" -L no-sanitizer
 
 echo "== ThreadSanitizer (threads)"
-cmake --preset tsan >/dev/null
-tsan_targets=$(ctest --test-dir build/tsan -L threads -N 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: //p')
-# shellcheck disable=SC2086
-cmake --build --preset tsan -j "$jobs" --target $tsan_targets
+bash scripts/build.sh tsan dooly_threads_tests
 ctest --preset tsan -j "$jobs"
 
 if [ -f scripts/test_python.sh ]; then

@@ -41,20 +41,31 @@ TEST(EventBuffers, EveryThreadsEventsArriveInOrderWhileDrainedConcurrently) {
   EXPECT_EQ(received + buffers.dropped(), static_cast<uint64_t>(kThreads) * kEvents);
 }
 
-TEST(EventBuffers, FullRingDropsAndCountsWithoutBlocking) {
+TEST(EventBuffers, FullRingDropsWholeWindowsAndCounts) {
+  // 100 nested windows opened before any is closed, into a ring of 16: a begin is kept only while its end's
+  // slot can be reserved (8 windows), everything inside a dropped window is dropped too, ends included.
   EventBuffers buffers(16);
-  for (int i = 0; i < 100; ++i) buffers.record(1, 0, true, 1);
+  for (int i = 0; i < 100; ++i) buffers.record(static_cast<KeyId>(i), 0, true, 1);
+  for (int i = 99; i >= 0; --i) buffers.record(static_cast<KeyId>(i), 0, false, 1);
   std::vector<EventBuffers::Drained> out;
   buffers.drain(out);
-  EXPECT_EQ(out.size(), 16u);
-  EXPECT_EQ(buffers.dropped(), 84u);
+  ASSERT_EQ(out.size(), 16u);
+  EXPECT_EQ(buffers.dropped(), 184u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(out[i].event.key, static_cast<KeyId>(i));
+    EXPECT_EQ(out[i].event.begin, 1);
+    EXPECT_EQ(out[15 - i].event.key, static_cast<KeyId>(i));  // its end, in LIFO order
+    EXPECT_EQ(out[15 - i].event.begin, 0);
+  }
+  // After a drain there is room again, and a free (non-nested) window goes through whole.
+  buffers.record(2, 3, true, 0);
   buffers.record(2, 3, false, 0);
   out.clear();
   buffers.drain(out);
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].event.key, 2u);
-  EXPECT_EQ(out[0].event.device, 3);
-  EXPECT_EQ(out[0].event.begin, 0);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].event.key, 2u);
+  EXPECT_EQ(out[1].event.device, 3);
+  EXPECT_EQ(out[1].event.begin, 0);
 }
 
 TEST(TickConverter, MapsTicksOntoTheSteadyClock) {

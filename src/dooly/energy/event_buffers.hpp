@@ -30,17 +30,34 @@ class EventBuffers {
   ~EventBuffers();
 
   // Hot path (any thread). Never throws, never blocks except on a thread's very first event.
+  // A window is kept whole or dropped whole: an accepted begin reserves the slot of its end, and once a nested
+  // begin is dropped everything nested inside it is dropped too, with its end. (A kept begin whose end was
+  // lost would stay open to the end of the run and be charged all of it.)
   void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
     Ring* r = local_ring();
     if (!r) return;
-    const uint64_t h = r->head.load(std::memory_order_relaxed);
-    if (h - r->tail.load(std::memory_order_acquire) >= capacity_) {
+    const bool nested = (flags & 1u) != 0;  // flags::nested
+    if (begin) {
+      const uint64_t h = r->head.load(std::memory_order_relaxed);
+      const uint64_t used = h - r->tail.load(std::memory_order_acquire);
+      if ((nested && r->dropped_depth > 0) || used + r->reserved + 2 > capacity_) {
+        if (nested) ++r->dropped_depth;
+        r->dropped.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      ++r->reserved;
+      if (!nested) ++r->free_open;
+      store(r, h, key, device, true, flags);
+      return;
+    }
+    if (nested ? r->dropped_depth > 0 : r->free_open == 0) {
+      if (nested) --r->dropped_depth;
       r->dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    r->slots[h & mask_] = RawEvent{ticks(), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
-                                   static_cast<uint8_t>(flags)};
-    r->head.store(h + 1, std::memory_order_release);
+    if (!nested) --r->free_open;
+    if (r->reserved > 0) --r->reserved;
+    store(r, r->head.load(std::memory_order_relaxed), key, device, false, flags);
   }
 
   struct Drained {
@@ -60,7 +77,16 @@ class EventBuffers {
     std::atomic<uint64_t> dropped{0};
     uint32_t thread;
     std::thread::id owner;
+    // Written by the producer thread only.
+    uint64_t reserved = 0;       // slots held for the ends of accepted begins
+    uint32_t dropped_depth = 0;  // open nested windows whose begin was dropped
+    uint32_t free_open = 0;      // accepted free (non-nested) begins not yet ended
   };
+  void store(Ring* r, uint64_t h, KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
+    r->slots[h & mask_] = RawEvent{ticks(), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
+                                   static_cast<uint8_t>(flags)};
+    r->head.store(h + 1, std::memory_order_release);
+  }
   // One small plain thread-local with the initial-exec model: inside the dlopen'ed connector a general-dynamic
   // thread-local costs a __tls_get_addr call per access, several times the rest of the hook.
   struct LocalRing {
