@@ -15,6 +15,13 @@ for d in fmt nlohmann eigen3; do
   rm -rf "${dest:?}/$d"
   cp -r "/usr/include/$d" "$dest/$d"
 done
+# OpenSSL's headers (libcrypto for the signatures' SHA-256, used by scripts/gpu/trace_models.sh), with the two
+# architecture-specific ones Debian keeps apart.
+if [ -d /usr/include/openssl ]; then
+  rm -rf "${dest:?}/openssl"
+  cp -r /usr/include/openssl "$dest/openssl"
+  cp /usr/include/x86_64-linux-gnu/openssl/*.h "$dest/openssl/" 2>/dev/null || true
+fi
 # Eigen's unsupported/ modules are not used: keep the carried folder small.
 rm -rf "$dest/eigen3/unsupported"
 echo "pack_deps: $(du -sh "$dest" | cut -f1) in $dest (fmt $(sed -n 's/^#define FMT_VERSION \([0-9]*\).*/\1/p' "$dest/fmt/core.h"))"
