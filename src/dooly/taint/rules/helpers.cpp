@@ -6,6 +6,18 @@ namespace dooly::taint::rules {
 
 void mismatch(const std::string& why) { throw RuleMismatch(why); }
 
+std::vector<Value> from_tensor_data(RuleContext& c, std::string_view why) {
+  std::vector<Value> out;
+  for (const auto& o : c.call.outputs) {
+    Value p = o;
+    for (auto& d : p.dims) d = unknown(d->value(), "DATA");
+    if (p.is_int()) p.label = unknown(p.int_value(), "DATA");
+    out.push_back(p);
+  }
+  c.notes.push_back(fmt::format("{}: {} -> UNKNOWN", c.call.op, why));
+  return out;
+}
+
 bool has(const RuleContext& c, size_t pos, std::string_view name) {
   const Value* v = c.call.arg(pos, name);
   return v && !v->is_none();

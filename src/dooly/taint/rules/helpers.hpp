@@ -27,6 +27,9 @@ std::vector<size_t> dims_at(const RuleContext& c, size_t pos, std::string_view n
 std::vector<ExprPtr> broadcast(RuleContext& c, const std::vector<const Value*>& tensors);
 Value tensor(std::vector<ExprPtr> dims);
 Value integer(ExprPtr l);
+// The call's recorded outputs with every dimension and integer marked UNKNOWN ("DATA"): what an op whose
+// result depends on tensor contents (nonzero, item, ...) gives; `why` goes into the notes.
+std::vector<Value> from_tensor_data(RuleContext& c, std::string_view why);
 
 using Registrar = void (*)(RuleRegistry&);
 void register_factory(RuleRegistry&);

@@ -152,17 +152,7 @@ std::vector<Value> select(RuleContext& c) {
 
 std::vector<Value> same_as_self(RuleContext& c) { return {tensor(tensor_at(c, 0, "input").dims)}; }
 
-std::vector<Value> data_dependent(RuleContext& c) {
-  std::vector<Value> out;
-  for (const auto& o : c.call.outputs) {
-    Value p = o;
-    for (auto& d : p.dims) d = unknown(d->value(), "DATA");
-    if (p.is_int()) p.label = unknown(p.int_value(), "DATA");
-    out.push_back(p);
-  }
-  c.notes.push_back(c.call.op + ": output size depends on tensor data -> UNKNOWN");
-  return out;
-}
+std::vector<Value> data_dependent(RuleContext& c) { return from_tensor_data(c, "output size depends on tensor data"); }
 
 }  // namespace
 

@@ -24,16 +24,7 @@ std::vector<Value> len(RuleContext& c) {
   return {integer(t.dims[0])};
 }
 
-std::vector<Value> data(RuleContext& c) {
-  std::vector<Value> out;
-  for (const auto& o : c.call.outputs) {
-    Value p = o;
-    if (p.is_int()) p.label = unknown(p.int_value(), "DATA");
-    out.push_back(p);
-  }
-  c.notes.push_back(c.call.op + ": integer read from tensor data -> UNKNOWN");
-  return out;
-}
+std::vector<Value> data(RuleContext& c) { return from_tensor_data(c, "integer read from tensor data"); }
 
 }  // namespace
 
