@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dooly/common/fast_clock.hpp"
+#include "dooly/energy/event.hpp"
 #include "dooly/energy/key_table.hpp"
 
 namespace dooly::energy {
@@ -36,7 +37,7 @@ class EventBuffers {
   void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
     Ring* r = local_ring();
     if (!r) return;
-    const bool nested = (flags & 1u) != 0;  // flags::nested
+    const bool nested = (flags & flags::nested) != 0;
     if (begin) {
       const uint64_t h = r->head.load(std::memory_order_relaxed);
       const uint64_t used = h - r->tail.load(std::memory_order_acquire);

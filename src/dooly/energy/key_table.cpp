@@ -43,24 +43,13 @@ Kind kind_from_string(std::string_view word) {
 }
 
 KeyId KeyTable::intern(std::string_view name, Kind kind) {
-  // Kernel names arrive on every launch: build the lookup key on the stack when it is short.
-  char buf[256];
-  std::string_view key;
-  std::string heap;
-  if (name.size() + 2 <= sizeof(buf)) {
-    buf[0] = static_cast<char>('0' + static_cast<int>(kind));
-    buf[1] = '\x1f';
-    name.copy(buf + 2, name.size());
-    key = std::string_view(buf, name.size() + 2);
-  } else {
-    heap = map_key(name, kind);
-    key = heap;
-  }
+  // Not on the per-launch path: the connector keeps a per-thread cache of the keys it has seen.
+  const std::string key = map_key(name, kind);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = ids_.find(key); it != ids_.end()) return it->second;
   const auto id = static_cast<KeyId>(infos_.size());
   infos_.push_back({std::string(name), kind});
-  ids_.emplace(std::string(key), id);
+  ids_.emplace(key, id);
   return id;
 }
 

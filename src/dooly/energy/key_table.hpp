@@ -31,13 +31,9 @@ class KeyTable {
   std::vector<KeyInfo> snapshot() const;
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
   mutable std::mutex mu_;
   // (kind, name) -> id: a region and a kernel that share a name stay distinct rows.
-  std::unordered_map<std::string, KeyId, Hash, std::equal_to<>> ids_;
+  std::unordered_map<std::string, KeyId> ids_;
   std::vector<KeyInfo> infos_;
 };
 
