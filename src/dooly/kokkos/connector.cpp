@@ -23,14 +23,14 @@ namespace {
 
 // Per-thread nesting the Kokkos ABI leaves to the tool (regions and deep copies have no handle).
 struct ThreadState {
-  const Connector* owner = nullptr;
+  uint64_t generation = 0;  // the connector's, not its address: a new connector at a reused address starts clean
   std::vector<energy::KeyId> regions;
   std::vector<energy::KeyId> copies;
 };
 
-ThreadState& thread_state(const Connector* owner) {
+ThreadState& thread_state(uint64_t generation) {
   thread_local ThreadState state;
-  if (state.owner != owner) state = ThreadState{owner, {}, {}};
+  if (state.generation != generation) state = ThreadState{generation, {}, {}};
   return state;
 }
 
@@ -40,6 +40,35 @@ std::string default_prefix() {
   gethostname(host, sizeof(host) - 1);
   return fmt::format("dooly-energy-{}-{}", host, static_cast<long>(getpid()));
 }
+
+// Every setting the connector reads, once: tool arguments are checked against it and --kokkos-tools-help prints
+// it, so neither can drift from the other.
+struct Setting {
+  const char* name;  // without the DOOLY_ prefix
+  const char* help;
+};
+constexpr Setting kSettings[] = {
+    {"POWER_SOURCE", "nvml|variorum|rapl|replay (default: first available in that order)"},
+    {"GPUS", "CUDA ordinals to watch, e.g. 0,1 (default: every visible GPU)"},
+    {"PERIOD_MS", "sampling period (default: 100 for NVML's sample buffer, which returns its backlog; else 20)"},
+    {"MODE", "trapezoid|model: which attribution the table leads with (default trapezoid)"},
+    {"MODEL", "0 = skip the model fit"},
+    {"BASELINE_W", "idle power to subtract (default: measured from quiet readings)"},
+    {"BASELINE_MS", "measure the idle baseline for this long at start"},
+    {"OUTPUT", "file prefix for .csv and .json (default dooly-energy-<host>-<pid>; none = no files)"},
+    {"TABLE", "1|0 print the table at the end (default 1)"},
+    {"TABLE_FILE", "write the table to this file instead of stdout"},
+    {"RECORD", "write every reading and window to this file for `dooly analyze`"},
+    {"FENCES", "1 = give fences their own rows (default: counted only)"},
+    {"SENSOR_WINDOW_MS", "the sensor's effective averaging window (model mode)"},
+    {"SENSOR_DELAY_MS", "the sensor's lag (model mode)"},
+    {"NVML_MODE", "samples|instant|average (default: the best the GPU supports)"},
+    {"MAX_EVENTS", "window edges buffered per host thread between two sampler ticks"},
+    {"REPLAY_FILE", "recording to replay as the power source"},
+    {"REPLAY_REALTIME", "1|0 replay in real time (default 1)"},
+    {"LOG", "error|warn|info|debug"},
+    {"TSC", "0 = stamp hooks with steady_clock instead of the CPU's time-stamp counter"},
+};
 
 }  // namespace
 
@@ -74,12 +103,8 @@ void ConnectorSettings::apply_args(const std::vector<std::string>& args) {
                   "tool argument '{}' is not key=value", a);
     std::string key = "DOOLY_" + a.substr(0, eq);
     for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    static const char* known[] = {"DOOLY_POWER_SOURCE", "DOOLY_REPLAY_FILE", "DOOLY_REPLAY_REALTIME", "DOOLY_PERIOD_MS",
-                                  "DOOLY_BASELINE_MS", "DOOLY_BASELINE_W", "DOOLY_SENSOR_WINDOW_MS",
-                                  "DOOLY_SENSOR_DELAY_MS", "DOOLY_MODEL", "DOOLY_MODE", "DOOLY_RECORD",
-                                  "DOOLY_MAX_EVENTS", "DOOLY_GPUS", "DOOLY_OUTPUT", "DOOLY_TABLE", "DOOLY_FENCES",
-                                  "DOOLY_TABLE_FILE", "DOOLY_NVML_MODE", "DOOLY_LOG", "DOOLY_TSC"};
-    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
+    if (std::none_of(std::begin(kSettings), std::end(kSettings),
+                     [&](const Setting& k) { return key == std::string("DOOLY_") + k.name; }))
       DOOLY_THROW(InputError, "see the list of settings with --kokkos-tools-help", "unknown tool argument '{}'",
                   a.substr(0, eq));
     setenv(key.c_str(), a.substr(eq + 1).c_str(), 1);
@@ -198,7 +223,7 @@ void Connector::push_region(const char* name) noexcept {
   if (!profiler_ || !name) return;
   try {
     const energy::KeyId key = profiler_->key(name, Kind::region);
-    thread_state(this).regions.push_back(key);
+    thread_state(generation_).regions.push_back(key);
     profiler_->begin(key, -1);
   } catch (...) {
   }
@@ -206,7 +231,7 @@ void Connector::push_region(const char* name) noexcept {
 
 void Connector::pop_region() noexcept {
   if (!profiler_) return;
-  auto& regions = thread_state(this).regions;
+  auto& regions = thread_state(generation_).regions;
   if (regions.empty()) return;  // a pop without a push: nothing to close
   profiler_->end(regions.back(), -1);
   regions.pop_back();
@@ -317,7 +342,7 @@ void Connector::begin_deep_copy(const Kokkos_Profiling_SpaceHandle& dst, const c
                     dst_label ? dst_label : "", std::string(src.name, strnlen(src.name, sizeof(src.name))),
                     src_label ? src_label : "");
     const energy::KeyId key = profiler_->key(name, Kind::copy);
-    thread_state(this).copies.push_back(key);
+    thread_state(generation_).copies.push_back(key);
     profiler_->begin(key, -1);
   } catch (...) {
   }
@@ -325,7 +350,7 @@ void Connector::begin_deep_copy(const Kokkos_Profiling_SpaceHandle& dst, const c
 
 void Connector::end_deep_copy() noexcept {
   if (!profiler_) return;
-  auto& copies = thread_state(this).copies;
+  auto& copies = thread_state(generation_).copies;
   if (copies.empty()) return;
   profiler_->end(copies.back(), -1);
   copies.pop_back();
@@ -337,21 +362,11 @@ void Connector::request_tool_settings(uint32_t count, Kokkos_Tools_ToolSettings*
 }
 
 std::string Connector::help() {
-  return "dooly (libkp_gpu_energy.so): energy per Kokkos kernel and region.\n"
-         "Settings (environment DOOLY_<NAME>, or tool arguments name=value):\n"
-         "  POWER_SOURCE   nvml|variorum|rapl|replay (default: first available in that order)\n"
-         "  GPUS           CUDA ordinals to watch, e.g. 0,1 (default: every visible GPU)\n"
-         "  PERIOD_MS      sampling period (default: 100 for NVML's sample buffer, which returns its backlog; else 20)\n"
-         "  MODE           trapezoid|model: which attribution the table leads with (default trapezoid)\n"
-         "  BASELINE_W     idle power to subtract (default: measured from quiet readings)\n"
-         "  BASELINE_MS    measure the idle baseline for this long at start\n"
-         "  OUTPUT         file prefix for .csv and .json (default dooly-energy-<host>-<pid>; none = no files)\n"
-         "  TABLE          1|0 print the table at the end (default 1); TABLE_FILE: write it to a file instead\n"
-         "  RECORD         write every reading and window to this file for `dooly analyze`\n"
-         "  FENCES         1 = give fences their own rows (default: counted only)\n"
-         "  SENSOR_WINDOW_MS / SENSOR_DELAY_MS  the sensor's averaging window and lag (model mode)\n"
-         "  REPLAY_FILE    recording to replay as the power source\n"
-         "  TSC            0 = stamp hooks with steady_clock instead of the CPU's time-stamp counter\n";
+  std::string h =
+      "dooly (libkp_gpu_energy.so): energy per Kokkos kernel and region.\n"
+      "Settings (environment DOOLY_<NAME>, or tool arguments name=value):\n";
+  for (const Setting& k : kSettings) h += fmt::format("  {:<17} {}\n", k.name, k.help);
+  return h;
 }
 
 void Connector::finalize() noexcept {
