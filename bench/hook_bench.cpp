@@ -27,7 +27,9 @@ namespace {
 
 constexpr uint32_t kCudaDevice0 = 2u << 24;  // devID: device type Cuda, device 0, instance 0
 
-void profiler_begin_end(benchmark::State& state) {
+// Profiler::begin + end around `work` (nothing, or the paced fake kernel), with the sampler running.
+template <typename Work>
+void profiler_loop(benchmark::State& state, Work work) {
   dooly::energy::ProfilerOptions o;  // default period (20 ms), default event buffer
   dooly::energy::Profiler p(o, std::make_unique<dooly::kokkos::testing::ConstantPowerSession>(std::vector<double>{200.0}),
                             "fake");
@@ -36,6 +38,7 @@ void profiler_begin_end(benchmark::State& state) {
   const int64_t t0 = dooly::now_ns();
   for (auto _ : state) {
     p.begin(k, 0);
+    work();
     p.end(k, 0);
   }
   const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
@@ -43,6 +46,10 @@ void profiler_begin_end(benchmark::State& state) {
   const dooly::energy::Report rep = p.stop();
   state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
   state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
+}
+
+void profiler_begin_end(benchmark::State& state) {
+  profiler_loop(state, [] {});
 }
 
 struct Tool {
@@ -112,24 +119,7 @@ void tool_begin_end_paced(benchmark::State& state, const Tool* t) {
   }
 }
 
-void profiler_begin_end_paced(benchmark::State& state) {
-  dooly::energy::ProfilerOptions o;
-  dooly::energy::Profiler p(o, std::make_unique<dooly::kokkos::testing::ConstantPowerSession>(std::vector<double>{200.0}),
-                            "fake");
-  const dooly::energy::KeyId k = p.key("kernel", dooly::energy::Kind::kernel_for);
-  p.start();
-  const int64_t t0 = dooly::now_ns();
-  for (auto _ : state) {
-    p.begin(k, 0);
-    fake_kernel();
-    p.end(k, 0);
-  }
-  const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
-  const double cpu_s = p.sampler_cpu_s();
-  const dooly::energy::Report rep = p.stop();
-  state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
-  state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
-}
+void profiler_begin_end_paced(benchmark::State& state) { profiler_loop(state, fake_kernel); }
 
 }  // namespace
 
