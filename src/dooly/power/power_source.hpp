@@ -82,6 +82,8 @@ class Provider {
   virtual std::string_view name() const noexcept = 0;
   virtual std::string_view description() const noexcept = 0;
   virtual Probe probe(const Options& options) const = 0;
+  // False for a source that is only ever chosen by name (replay): auto-detection passes it over silently.
+  virtual bool auto_detected() const noexcept { return true; }
   // Throws SourceError (vendor failure) or InputError (bad options) with the fix.
   virtual std::unique_ptr<Session> open(const Options& options) const = 0;
 };

@@ -44,8 +44,8 @@ Selection select(const Registry& registry, const Options& options, std::string_v
     sel.backend = std::string(p->name());
     return sel;
   }
-  // A provider that must be chosen explicitly (replay) says so in its probe.
   for (const auto& p : registry.providers()) {
+    if (!p->auto_detected()) continue;
     Probe probe = p->probe(options);
     if (!probe.available) {
       sel.skipped.push_back(fmt::format("{}: {}", p->name(), probe.reason));

@@ -115,6 +115,7 @@ class ReplayProvider final : public Provider {
   std::string_view description() const noexcept override {
     return "power readings replayed from a dooly recording (DOOLY_REPLAY_FILE)";
   }
+  bool auto_detected() const noexcept override { return false; }
   Probe probe(const Options& options) const override {
     const std::string path = recording_path(options);
     return {false, path.empty() ? fmt::format("replay is never auto-detected — {}", kSelectFix)
