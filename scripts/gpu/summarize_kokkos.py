@@ -82,7 +82,6 @@ def demo(stdout_path, json_path):
         # Alone phases before and (when the demo brackets) after the interleaved one: pooled, so the GPU's
         # warming over the run cancels in the reference.
         phases = [ref[n] for n in (phase, phase + ":after") if n in ref]
-        p = phases[0] if phases else None
         if phases and p_idle:
             calls = sum(int(x["calls"]) for x in phases)
             t_all = sum(float(x["time_s"]) for x in phases)
