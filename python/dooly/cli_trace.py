@@ -21,6 +21,9 @@ def _parser():
     p.add_argument("--strict", action="store_true", help="exit 4 when verification finds disagreements")
     p.add_argument("--sdpa-kernel", default=None, choices=["flash", "efficient", "cudnn", "math"],
                    help="force one PyTorch SDPA kernel (torch.nn.attention.sdpa_kernel) for paged|sdpa")
+    p.add_argument("--num-blocks", type=int, default=None,
+                   help="KV-cache blocks (default: the engine sizes the cache from free GPU memory; 331 on cpu). "
+                        "Bound it when several traces share a GPU; the cache's size is not part of any signature")
     return p
 
 
@@ -59,16 +62,20 @@ def main(argv=None) -> int:
         backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
                    "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[args.sdpa_kernel]
         ctx = sdpa_kernel(backend)
+    if args.num_blocks is not None and args.num_blocks < 1:
+        print(f"dooly trace: --num-blocks {args.num_blocks}: give a positive number of KV-cache blocks", file=sys.stderr)
+        return 2
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    engine_kwargs = {} if args.num_blocks is None else {"num_blocks": args.num_blocks}
     try:
         if ctx is not None:
             with ctx:
                 doc = trace_model(str(config), args.attention, device=args.device, dtype=args.dtype,
-                                  model_name=name, verify=not args.no_verify, log=log)
+                                  model_name=name, verify=not args.no_verify, log=log, engine_kwargs=engine_kwargs)
             doc["sdpa_kernel"] = args.sdpa_kernel
         else:
             doc = trace_model(str(config), args.attention, device=args.device, dtype=args.dtype, model_name=name,
-                              verify=not args.no_verify, log=log)
+                              verify=not args.no_verify, log=log, engine_kwargs=engine_kwargs)
     except ConfigError as e:
         print(f"dooly trace: {e}", file=sys.stderr)
         return 2

@@ -176,3 +176,17 @@ def test_verification_does_not_blame_a_count_that_did_not_change():
     b = {"steps": [{"kind": "prefill", "num_tokens": 340, "num_requests": 3, "ops": [_op(0, [tok(340), req(3)])]}]}
     v = compare_runs(a, b, {"max_batch_tokens": 389, "requests": [(1, 1)]})
     assert v["num_disagreements"] == 0 and v["unchecked_request_dims"] == 1
+
+
+def test_trace_cli_forced_sdpa_kernel_and_kv_blocks(tmp_path, capsys):
+    """--sdpa-kernel names the backend in the document and the file name; --num-blocks bounds the engine's cache."""
+    from dooly import cli_trace
+    assert cli_trace.main(["--model", "llama-3.1-8b", "--tiny", "--no-verify", "--sdpa-kernel", "math",
+                           "--num-blocks", "97", "--out", str(tmp_path)]) == 0
+    path = tmp_path / "llama-3.1-8b-tiny__paged_sdpa-math.json"
+    assert path.is_file(), sorted(p.name for p in tmp_path.iterdir())
+    doc = json.loads(path.read_text())
+    assert doc["attention"] == "paged|sdpa" and doc["sdpa_kernel"] == "math"
+    assert doc["limits"]["num_blocks"] == 97
+    assert cli_trace.main(["--model", "llama-3.1-8b", "--tiny", "--num-blocks", "0", "--out", str(tmp_path)]) == 2
+    assert "--num-blocks 0" in capsys.readouterr().err

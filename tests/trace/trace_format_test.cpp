@@ -32,6 +32,17 @@ TEST(TraceFormat, ParsesTheSmallTrace) {
   EXPECT_EQ(d.value, 7);
 }
 
+TEST(TraceFormat, BackendNamesAForcedSdpaKernel) {
+  json j = testing::small_trace();
+  EXPECT_EQ(parse_trace(j, "small").backend(), "paged|sdpa");  // PyTorch chose the kernel
+  j["sdpa_kernel"] = nullptr;
+  EXPECT_EQ(parse_trace(j, "small").backend(), "paged|sdpa");
+  j["sdpa_kernel"] = "cudnn";
+  Trace t = parse_trace(j, "small");
+  EXPECT_EQ(t.attention, "paged|sdpa");
+  EXPECT_EQ(t.backend(), "paged|sdpa[cudnn]");
+}
+
 TEST(TraceFormat, VersionIsChecked) {
   json j = testing::small_trace();
   j["version"] = 2;

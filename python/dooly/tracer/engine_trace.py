@@ -143,13 +143,15 @@ def trace_run(engine, requests, kinds=TRACED_KINDS, kernels: bool = False, log=p
 
 def trace_model(config_path: str, attention: str, device: str = "cpu", dtype=None, model_name: str | None = None,
                 verify: bool = True, kernels: bool | None = None, primary=PRIMARY, secondary=SECONDARY,
-                engine_factory=None, log=print) -> dict:
-    """The whole trace document of one model under one attention backend."""
+                engine_factory=None, log=print, engine_kwargs: dict | None = None) -> dict:
+    """The whole trace document of one model under one attention backend. engine_kwargs go to every engine the
+    trace builds (e.g. num_blocks, to bound the KV cache when several traces share a GPU)."""
+    engine_kwargs = dict(engine_kwargs or {})
     if engine_factory is None:
         from ..engines.hf import HFEngine as engine_factory  # noqa: N813
     kernels = (device.startswith("cuda")) if kernels is None else kernels
     engine = engine_factory(config_path, attention=attention, device=device, dtype=dtype,
-                            max_batch_tokens=primary["max_batch_tokens"])
+                            max_batch_tokens=primary["max_batch_tokens"], **engine_kwargs)
     run_a = trace_run(engine, primary["requests"], kernels=kernels, log=log)
     doc = {
         "version": TRACE_FORMAT_VERSION,
@@ -177,7 +179,7 @@ def trace_model(config_path: str, attention: str, device: str = "cpu", dtype=Non
         tried = []
         for cand in candidates:
             engine_b = engine_factory(config_path, attention=attention, device=device, dtype=dtype,
-                                      max_batch_tokens=cand["max_batch_tokens"])
+                                      max_batch_tokens=cand["max_batch_tokens"], **engine_kwargs)
             run_b = trace_run(engine_b, cand["requests"], kernels=False, log=log)
             del engine_b
             tried.append({"max_batch_tokens": cand["max_batch_tokens"], "requests": [list(r) for r in cand["requests"]],
@@ -214,11 +216,18 @@ def _summary(run) -> dict:
             "uncovered_ops": dict(sorted(uncovered.items())), "session": run["counters"]}
 
 
+def backend_label(doc: dict) -> str:
+    """The attention backend of a trace as reports name it: the implementation, plus the SDPA kernel forced for
+    it in brackets ("paged|sdpa[cudnn]"); the C++ reader (Trace::backend) builds the same label."""
+    kernel = doc.get("sdpa_kernel")
+    return f"{doc['attention']}[{kernel}]" if kernel else doc["attention"]
+
+
 def write_trace(doc: dict, out_dir: str) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    safe_attention = doc["attention"].replace("|", "_")
-    path = out / f"{doc['model']}__{safe_attention}.json"
+    safe_backend = backend_label(doc).replace("|", "_").replace("[", "-").replace("]", "")
+    path = out / f"{doc['model']}__{safe_backend}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n", encoding="utf-8")
     tmp.replace(path)

@@ -38,7 +38,7 @@ dooly::store::Provenance provenance_of(const dooly::trace::Trace& t) {
   p.cuda_version = t.device.rfind("cuda", 0) == 0 ? text_of(e, "cuda_version") : "";
   p.engine = e.value("engine", "hf-transformers");
   p.engine_version = text_of(e, "transformers_version");
-  p.attention_backend = t.attention;
+  p.attention_backend = t.backend();
   p.dtype = t.dtype;
   p.kv_cache_dtype = text_of(e, "kv_dtype");
   p.block_size = e.value("block_size", int64_t{0});
@@ -56,7 +56,7 @@ dooly::store::Phase phase_of(const std::string& kind) {
 void run_signatures(const SignaturesArgs& a) {
   using namespace dooly;
   store::Store db = store::Store::open(a.db);
-  std::fputs(fmt::format("{:<24} {:<14} {:>7} {:>7} {:>5} {:>20}\n", "model", "backend", "ops", "unique", "new",
+  std::fputs(fmt::format("{:<24} {:<21} {:>7} {:>7} {:>5} {:>20}\n", "model", "backend", "ops", "unique", "new",
                          "shared-with-earlier").c_str(), stdout);
   int64_t total_ops = 0;
   std::set<std::string> all_ops, all_modules;
@@ -94,7 +94,7 @@ void run_signatures(const SignaturesArgs& a) {
     int64_t fresh = 0;
     for (const auto& h : model_ops) fresh += stored.at(h).second;
     total_ops += ops;
-    std::fputs(fmt::format("{:<24} {:<14} {:>7} {:>7} {:>5} {:>20}\n", t.model, t.attention, ops, model_ops.size(),
+    std::fputs(fmt::format("{:<24} {:<21} {:>7} {:>7} {:>5} {:>20}\n", t.model, t.backend(), ops, model_ops.size(),
                            fresh, static_cast<int64_t>(model_ops.size()) - fresh).c_str(), stdout);
   }
   std::fputs(fmt::format("total occurrences {} -> unique signatures {}\n", total_ops, all_ops.size()).c_str(), stdout);

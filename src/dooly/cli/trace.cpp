@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 
 struct TraceArgs {
   std::string engine = "hf", model, attention = "paged|sdpa", out = "traces", device = "cpu", dtype, sdpa_kernel;
+  int num_blocks = 0;  // 0: the engine sizes the KV cache
   bool tiny = false, no_verify = false, strict = false;
 };
 
@@ -55,6 +56,7 @@ fs::path find_up(fs::path from, const fs::path& marker) {
                                    "--attention", a.attention, "--out", a.out, "--device", a.device};
   if (!a.dtype.empty()) argv.insert(argv.end(), {"--dtype", a.dtype});
   if (!a.sdpa_kernel.empty()) argv.insert(argv.end(), {"--sdpa-kernel", a.sdpa_kernel});
+  if (a.num_blocks > 0) argv.insert(argv.end(), {"--num-blocks", std::to_string(a.num_blocks)});
   if (a.tiny) argv.push_back("--tiny");
   if (a.no_verify) argv.push_back("--no-verify");
   if (a.strict) argv.push_back("--strict");
@@ -71,11 +73,14 @@ void setup_trace(CLI::App& app) {
   cmd->add_option("--engine", a->engine, "engine to trace")->check(CLI::IsMember({"hf"}));
   cmd->add_option("--model", a->model, "model config (data/models/<name>.json) or a shipped model name")->required();
   cmd->add_option("--attention", a->attention, "attention implementation, e.g. 'paged|sdpa'");
-  cmd->add_option("--out", a->out, "output folder for <model>__<attention>.json");
+  cmd->add_option("--out", a->out, "output folder for <model>__<backend>.json");
   cmd->add_option("--device", a->device, "cpu or cuda");
   cmd->add_option("--dtype", a->dtype, "torch dtype (default float32 on cpu, bfloat16 on cuda)");
   cmd->add_option("--sdpa-kernel", a->sdpa_kernel, "force one SDPA kernel")
       ->check(CLI::IsMember({"flash", "efficient", "cudnn", "math"}));
+  cmd->add_option("--num-blocks", a->num_blocks, "KV-cache blocks (default: sized by the engine; bound it when "
+                                               "several traces share a GPU)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--tiny", a->tiny, "use the tiny variant of the model (data/models/tiny/)");
   cmd->add_flag("--no-verify", a->no_verify, "skip the verification run at other request sizes");
   cmd->add_flag("--strict", a->strict, "fail (exit 4) when verification finds disagreements");

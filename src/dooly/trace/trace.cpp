@@ -78,6 +78,7 @@ Trace parse_trace(const json& j, const std::string& origin) {
   t.architecture = j.value("architecture", "");
   t.config_hash = field<std::string>(j, "config_hash", origin);
   t.attention = field<std::string>(j, "attention", origin);
+  if (j.contains("sdpa_kernel") && j.at("sdpa_kernel").is_string()) t.sdpa_kernel = j.at("sdpa_kernel").get<std::string>();
   t.dtype = j.value("dtype", "");
   t.device = j.value("device", "");
   t.engine_info = j.value("engine_info", json::object());

@@ -71,8 +71,13 @@ struct Step {
 };
 
 struct Trace {
+  // The attention backend as reports and provenance name it: the attention implementation, plus the forced SDPA
+  // kernel in brackets when there was one ("paged|sdpa[cudnn]").
+  std::string backend() const { return sdpa_kernel.empty() ? attention : attention + "[" + sdpa_kernel + "]"; }
+
   int version = kTraceFormatVersion;
   std::string model, family, architecture, config_hash, attention, dtype, device;
+  std::string sdpa_kernel;  // the PyTorch SDPA kernel forced for the trace ("" when PyTorch chose)
   nlohmann::json engine_info = nlohmann::json::object();
   std::map<std::string, ModuleInfo> modules;  // by path ("" is the root model)
   std::vector<Step> steps;
