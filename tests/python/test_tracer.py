@@ -190,3 +190,32 @@ def test_trace_cli_forced_sdpa_kernel_and_kv_blocks(tmp_path, capsys):
     assert doc["limits"]["num_blocks"] == 97
     assert cli_trace.main(["--model", "llama-3.1-8b", "--tiny", "--num-blocks", "0", "--out", str(tmp_path)]) == 2
     assert "--num-blocks 0" in capsys.readouterr().err
+
+
+def test_forced_sdpa_kernel_is_a_different_attention_signature(tmp_path, repo_root):
+    """The kernel switches in force are part of the attention op (a pseudo-argument): a forced kernel gives the
+    attention ops new signatures and leaves every other op's signature as it was."""
+    import os
+    import subprocess
+    from dooly import cli_trace
+    from dooly.tracer.recorder import SDPA_KERNELS_ARG
+    for kernel in ([], ["--sdpa-kernel", "math"]):
+        assert cli_trace.main(["--model", "llama-3.1-8b", "--tiny", "--no-verify", "--out", str(tmp_path)] + kernel) == 0
+    default = json.loads((tmp_path / "llama-3.1-8b-tiny__paged_sdpa.json").read_text())
+    forced = json.loads((tmp_path / "llama-3.1-8b-tiny__paged_sdpa-math.json").read_text())
+
+    def sdpa_switches(doc):
+        return {sc["value"] for st in doc["steps"] for o in st["ops"] if o["op"] == "scaled_dot_product_attention"
+                for sc in o["scalars"] if sc["arg"] == SDPA_KERNELS_ARG}
+    assert sdpa_switches(default) == {"cudnn,efficient,flash,math"}
+    assert sdpa_switches(forced) == {"math"}
+
+    exe = os.environ.get("DOOLY_EXE", str(repo_root / "build" / "default" / "src" / "dooly" / "cli" / "dooly"))
+    out = subprocess.run([exe, "signatures", str(tmp_path / "llama-3.1-8b-tiny__paged_sdpa.json"),
+                          str(tmp_path / "llama-3.1-8b-tiny__paged_sdpa-math.json"), "--db", str(tmp_path / "d.sqlite")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    first, second = (line.split() for line in out.stdout.splitlines()[1:3])
+    assert first[1] == "paged|sdpa" and second[1] == "paged|sdpa[math]"
+    unique, new, shared = int(second[3]), int(second[4]), int(second[5])
+    assert unique == int(first[3]) and 0 < new <= 3 and shared == unique - new  # only the attention ops are new

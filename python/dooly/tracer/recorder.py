@@ -28,6 +28,20 @@ _PASSIVE_CALLS = {
 }
 # Shape queries: propagated (their ints carry labels out of tensors) but not recorded as ops.
 _QUERY_OPS = {"size", "shape", "dim", "ndimension", "ndim", "numel", "nelement", "len", "item", "tolist"}
+# PyTorch's fused attention picks its kernel (flash, memory-efficient, cuDNN, math) from global switches that
+# torch.nn.attention.sdpa_kernel sets, not from its arguments. The switches in force are recorded with the op as a
+# pseudo-argument, so that a forced kernel is different work in the signature (and the kernel name stays metadata).
+SDPA_OPS = {"scaled_dot_product_attention"}
+SDPA_KERNELS_ARG = "@sdpa_kernels"
+
+
+def sdpa_kernels_enabled() -> str:
+    """The SDPA kernels PyTorch may choose from now, sorted and comma-separated ("cudnn,efficient,flash,math" by
+    default; "math" inside sdpa_kernel(SDPBackend.MATH))."""
+    b = torch.backends.cuda
+    switches = {"cudnn": b.cudnn_sdp_enabled, "efficient": b.mem_efficient_sdp_enabled, "flash": b.flash_sdp_enabled,
+                "math": b.math_sdp_enabled}
+    return ",".join(name for name, on in sorted(switches.items()) if on())
 
 
 def op_name(func) -> str:
@@ -109,6 +123,8 @@ class Recorder:
         scalars = []
         for path, v in enc.scalar_leaves(args, kwargs):
             scalars.append(self._scalar(path, v))
+        if result["op"] in SDPA_OPS:
+            scalars.append({"arg": SDPA_KERNELS_ARG, "type": "str", "value": sdpa_kernels_enabled()})
         outputs = [self.describe_tensor(t) for t in enc.flatten_outputs(out) if isinstance(t, torch.Tensor)]
         rec = {
             "seq": seq, "call": call, "op": result["op"], "module": module,
