@@ -11,7 +11,8 @@
 // For checking the attribution, the program reads the GPU's own energy counter at the phase edges through
 // dooly's NVML backend and prints one line per phase:
 //   reference phase=<name> kernel=<k> calls=<n> time_s=<t> kernel_time_s=<t> counter_j=<E>
-// (idle gaps too: their counter_j / time_s is the idle power). Without an NVIDIA GPU it says the reference
+// (idle gaps too, in two lines: <gap>:head, which still holds the tail of the previous phase as the counter
+// lags, and <gap>, whose counter_j / time_s is the idle power). Without an NVIDIA GPU it says the reference
 // is unavailable and runs on (Serial builds: a CPU smoke test).
 //   kokkos_energy_demo [--stream-mib 2048] [--alone-s 3] [--interleaved-s 6] [--idle-s 1] [--time-ratio 0=auto]
 //                      [--fma-n 16384] [--fma-iters 0 (calibrate)] [--device 0] [--labels same|phase]
@@ -203,9 +204,21 @@ struct Phase {
   double seconds() const { return seconds_since(t0); }
 };
 
+// An idle gap, read in two parts. The energy counter lags the GPU (it is updated about every 100 ms; on the
+// H200 a busy phase's tail showed up in the next gap's first tens of ms), so the gap's head (<name>:head,
+// the first third, at most 0.5 s) still holds some of the previous phase's energy and only the rest
+// (<name>) gives the idle power. A lag-robust reference for a busy phase is then
+// counter(phase) + counter(next head) - next head's time x idle power (summarize_kokkos.py).
 void idle(Reference& ref, const char* name, double s) {
+  const double head_s = std::min(0.5, s / 3);
+  const std::string head = std::string(name) + ":head";
+  {
+    Phase h(ref, head.c_str());
+    std::this_thread::sleep_for(std::chrono::duration<double>(head_s));
+    h.end("none", "0", 0.0);
+  }
   Phase p(ref, name);
-  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+  std::this_thread::sleep_for(std::chrono::duration<double>(s - head_s));
   p.end("none", "0", 0.0);
 }
 

@@ -4,7 +4,8 @@
   summarize_kokkos.py demo <demo stdout> <demo.json> [<stdout> <json> ...]
       The 2% check: per-kernel J/call (above idle) measured by dooly while the kernels interleave, in both
       attribution modes, against the J/call each kernel has alone (GPU energy counter at the phase edges,
-      idle power from the counter over the idle gaps); the time/energy inversion; conservation.
+      idle power from the counter over the idle gaps; robust to the counter's lag when the demo split its gaps
+      into heads and rests); the time/energy inversion; conservation.
   summarize_kokkos.py overhead <overhead.tsv> [dooly report .json ...]
       Medians of ns_per_kernel per tool, each tool's own cost (minus the empty tool's), the ratio
       dooly / simple-kernel-timer, and the sampler's CPU share from the reports' meta.
@@ -16,6 +17,7 @@ import sys
 
 
 def parse_reference(path):
+    """The demo's reference lines by phase name, in the order printed."""
     phases = {}
     for line in open(path):
         if not line.startswith("reference phase="):
@@ -23,6 +25,28 @@ def parse_reference(path):
         kv = dict(re.findall(r"(\w+)=(\S+)", line))
         phases[kv["phase"]] = kv
     return phases
+
+
+def lag_robust(ref):
+    """Counter joules per busy phase, robust to the counter's lag. The counter reports energy late (it is updated
+    about every 100 ms), so a busy phase's last tens of ms land in the next idle gap. When the demo split its gaps
+    into a head and the rest (it does since 2026-11-30), a busy phase gets its own counter joules plus the next
+    head's, minus that head's time at the idle power of the rest of that gap: exact for any lag shorter than the
+    head. Older outputs (no heads): the plain counter joules. Returns ({phase: joules}, idle phases to average)."""
+    names = list(ref)
+    has_heads = any(n.endswith(":head") for n in names)
+    robust = {}
+    for i, n in enumerate(names):
+        if n.startswith("idle:"):
+            continue
+        e = float(ref[n]["counter_j"])
+        if has_heads and i + 2 < len(names) and names[i + 1].endswith(":head"):
+            head, rest = ref[names[i + 1]], ref[names[i + 2]]
+            p_rest = float(rest["counter_j"]) / float(rest["time_s"])
+            e += float(head["counter_j"]) - p_rest * float(head["time_s"])
+        robust[n] = e
+    idle = [ref[n] for n in names if n.startswith("idle:") and not (has_heads and n.endswith(":head"))]
+    return robust, idle, has_heads
 
 
 def rows_by_name(report):
@@ -48,16 +72,24 @@ def demo(stdout_path, json_path):
     print(f"== {json_path} ({'per-phase labels' if phase_labels else 'same labels in every phase'})")
     if not ref:
         print("no reference lines (no GPU energy counter): only dooly's figures below")
-    idle = [p for name, p in ref.items() if name.startswith("idle:")]
+    robust, idle, has_heads = lag_robust(ref)
     p_idle = (sum(float(p["counter_j"]) for p in idle) / sum(float(p["time_s"]) for p in idle)) if idle else None
     fit = ch["model_fit"]
     if p_idle is not None:
-        print(f"idle power (counter over {len(idle)} idle gaps): {p_idle:.2f} W; dooly baseline {ch['baseline_w']:.2f} W "
-              f"({ch['baseline_method']}); model floor {fit['intercept_w']:.2f} W")
+        print(f"idle power (counter over {len(idle)} idle gaps{', their heads left out' if has_heads else ''}): "
+              f"{p_idle:.2f} W; dooly baseline {ch['baseline_w']:.2f} W ({ch['baseline_method']}); "
+              f"model floor {fit['intercept_w']:.2f} W")
+        if has_heads:
+            print("idle power per gap (head / rest): " + ", ".join(
+                f"{n.removeprefix('idle:')} {float(ref[n + ':head']['counter_j']) / float(ref[n + ':head']['time_s']):.1f}"
+                f"/{float(ref[n]['counter_j']) / float(ref[n]['time_s']):.1f} W" for n in ref
+                if n.startswith("idle:") and not n.endswith(":head") and n + ":head" in ref))
     for name in ("alone:stream", "alone:fma", "interleaved", "alone:stream:after", "alone:fma:after"):
         if name in ref:
             p = ref[name]
-            print(f"counter {name}: {float(p['counter_j']) / float(p['time_s']):.1f} W mean over {float(p['time_s']):.2f} s")
+            t = float(p["time_s"])
+            lag_note = (f" (lag-robust {robust[name] / t:.1f} W)" if has_heads and name in robust else "")
+            print(f"counter {name}: {float(p['counter_j']) / t:.1f} W mean over {t:.2f} s{lag_note}")
     print(f"model fit: fitted={fit['fitted']} samples={fit['samples']} residual={fit['residual_rms_w']:.2f} W "
           f"R2={fit['r_squared']:.4f} {fit['why_not']}")
     base = p_idle if p_idle is not None else ch["baseline_w"]
@@ -86,7 +118,8 @@ def demo(stdout_path, json_path):
             calls = sum(int(x["calls"]) for x in phases)
             t_all = sum(float(x["time_s"]) for x in phases)
             kt_all = sum(float(x["kernel_time_s"]) for x in phases)
-            ref_jpc = (sum(float(x["counter_j"]) for x in phases) - p_idle * t_all) / calls
+            names = [n for n in (phase, phase + ":after") if n in ref]
+            ref_jpc = (sum(robust[n] for n in names) - p_idle * t_all) / calls
         else:
             calls, kt_all, ref_jpc = 0, 0.0, None
         if len(phases) > 1:
