@@ -4,6 +4,7 @@ backend and writes traces/<model>__<attention>.json (format version 1, docs/dool
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -55,9 +56,8 @@ def main(argv=None) -> int:
     name = Path(args.model).stem if Path(args.model).suffix == ".json" else args.model
     if args.tiny:
         name = f"{name}-tiny"
-    ctx = None
+    ctx = contextlib.nullcontext()
     if args.sdpa_kernel:
-        import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
         backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
                    "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[args.sdpa_kernel]
@@ -68,14 +68,11 @@ def main(argv=None) -> int:
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     engine_kwargs = {} if args.num_blocks is None else {"num_blocks": args.num_blocks}
     try:
-        if ctx is not None:
-            with ctx:
-                doc = trace_model(str(config), args.attention, device=args.device, dtype=args.dtype,
-                                  model_name=name, verify=not args.no_verify, log=log, engine_kwargs=engine_kwargs)
-            doc["sdpa_kernel"] = args.sdpa_kernel
-        else:
+        with ctx:
             doc = trace_model(str(config), args.attention, device=args.device, dtype=args.dtype, model_name=name,
                               verify=not args.no_verify, log=log, engine_kwargs=engine_kwargs)
+        if args.sdpa_kernel:
+            doc["sdpa_kernel"] = args.sdpa_kernel
     except ConfigError as e:
         print(f"dooly trace: {e}", file=sys.stderr)
         return 2
