@@ -32,7 +32,8 @@ def lag_robust(ref):
     about every 100 ms), so a busy phase's last tens of ms land in the next idle gap. When the demo split its gaps
     into a head and the rest (it does since 2026-11-30), a busy phase gets its own counter joules plus the next
     head's, minus that head's time at the idle power of the rest of that gap: exact for any lag shorter than the
-    head. Older outputs (no heads): the plain counter joules. Returns ({phase: joules}, idle phases to average)."""
+    head. Older outputs (no heads): the plain counter joules. Returns ({busy phase: joules}, the idle phases whose
+    mean power is the idle power, whether the output had heads)."""
     names = list(ref)
     has_heads = any(n.endswith(":head") for n in names)
     robust = {}
