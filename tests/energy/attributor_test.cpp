@@ -157,6 +157,23 @@ TEST(Attributor, ConservationAgainstVendorCounter) {
   EXPECT_NEAR(*cs.ratio(), 120.0 / 123.0, 1e-12);
 }
 
+TEST(Attributor, OneCounterReadLeavesTheRunToItsStartAndEnd) {
+  // A single read spans nothing (a replayed counter that appears mid-run): the run's energy and time are then
+  // reckoned from begin_run to finish, and no ratio is claimed.
+  Feed run({gpu(0)});
+  run.attr->begin_run(0);
+  run.samples(0, 0, kSec, 10 * kMs, [](int64_t) { return 150.0; });
+  run.attr->add_counter(0, 600 * kMs, 5000.0);
+  run.window("k", 200 * kMs, 300 * kMs, 0);
+  Report rep = run.attr->finish(kSec);
+  const auto& ch = rep.channels[0];
+  EXPECT_NEAR(ch.run_time_s, 1.0, 1e-12);
+  EXPECT_NEAR(ch.conservation.run_energy_j, 150.0, 1e-9);
+  EXPECT_NEAR(ch.conservation.unattributed_j, 150.0 - 15.0, 1e-9);
+  EXPECT_FALSE(ch.conservation.counter_delta_j);
+  EXPECT_FALSE(ch.conservation.ratio());
+}
+
 TEST(Attributor, ConservationHoldsWhenOldReadingsAreTrimmedDuringTheRun) {
   // Live use: the trace is trimmed as processing advances, yet the run's integral between the two counter
   // reads must stay exact (it once read E(t0) after t0's readings were gone).

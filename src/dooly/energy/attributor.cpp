@@ -439,19 +439,22 @@ ChannelReport Attributor::build_channel(size_t c, int64_t t_end) {
     cr.baseline_method = "none (no readings)";
   }
 
-  // Conservation over the run.
-  const int64_t t0 = s.counter_first ? s.counter_first->first : run_t0_;
-  const int64_t t1 = s.counter_last ? s.counter_last->first : t_end;
+  // Conservation over the run: between the first and last counter reads when there are two (the counter's
+  // span), else from the run's start to its end (one read, e.g. a counter that appeared mid-run, spans nothing).
+  const bool counter_span = s.counter_first && s.counter_last && s.counter_last->first > s.counter_first->first;
+  const int64_t t0 = counter_span ? s.counter_first->first : run_t0_;
+  const int64_t t1 = counter_span ? s.counter_last->first : t_end;
   if (t0 != INT64_MIN && !s.trace.empty()) {
-    const double e_start = s.counter_first_e ? *s.counter_first_e : s.run_e0 ? *s.run_e0 : s.trace.energy_j(t0);
-    const double e_end = s.counter_last_e ? *s.counter_last_e : s.trace.energy_j(t1);
+    const double e_start = counter_span && s.counter_first_e ? *s.counter_first_e
+                           : s.run_e0                        ? *s.run_e0
+                                                             : s.trace.energy_j(t0);
+    const double e_end = counter_span && s.counter_last_e ? *s.counter_last_e : s.trace.energy_j(t1);
     cr.conservation.run_energy_j = e_end - e_start;
     cr.run_time_s = static_cast<double>(t1 - t0) * 1e-9;
   }
   cr.conservation.attributed_j = s.attributed_j;
   cr.conservation.unattributed_j = cr.conservation.run_energy_j - s.attributed_j;
-  if (s.counter_first && s.counter_last && s.counter_last->first > s.counter_first->first)
-    cr.conservation.counter_delta_j = s.counter_last->second - s.counter_first->second;
+  if (counter_span) cr.conservation.counter_delta_j = s.counter_last->second - s.counter_first->second;
 
   // Model fit.
   Model& m = s.model;
