@@ -121,6 +121,60 @@ void tool_begin_end_paced(benchmark::State& state, const Tool* t) {
 
 void profiler_begin_end_paced(benchmark::State& state) { profiler_loop(state, fake_kernel); }
 
+// Like NVML's sample buffer on an H200: a reading every 20 ms over a 25 ms window, 4 ms late, handed over as the
+// backlog since the last poll. The sampler's work per reading (the model's occupancy over the window) then grows
+// with the kernel rate as it does on the GPU.
+class BufferedPowerSession final : public dooly::power::Session {
+ public:
+  BufferedPowerSession() {
+    channel_.name = "gpu0";
+    channel_.domain = dooly::power::Domain::gpu;
+    channel_.device = 0;
+    channel_.sensor = {25'000'000, 4'000'000, 20'000'000, "buffered 20 ms samples (hook_bench)"};
+  }
+  const std::vector<dooly::power::Channel>& channels() const noexcept override { return channels_; }
+  dooly::power::PollStatus poll(std::vector<dooly::power::Reading>& out) noexcept override {
+    const int64_t now = dooly::now_ns();
+    if (next_ == 0) next_ = now;
+    for (; next_ <= now; next_ += 20'000'000) out.push_back({0, next_, 200.0 + static_cast<double>(next_ % 7)});
+    return {};
+  }
+
+ private:
+  dooly::power::Channel channel_;
+  std::vector<dooly::power::Channel> channels_{channel_};
+  int64_t next_ = 0;
+};
+
+// The sampler's CPU share at a given kernel rate (state.range(0) kernels per second; the GPU overhead bench
+// runs ~70,000 fenced kernels/s on an H200): begin, wait out the kernel's share of the period, end. The sampler
+// polls at the NVML sample buffer's period (100 ms), as on the GPU.
+void profiler_at_rate(benchmark::State& state) {
+  const int64_t period_ns = 1'000'000'000 / state.range(0);
+  dooly::energy::ProfilerOptions o;
+  o.period_ns = 100'000'000;
+  o.period_given = true;
+  dooly::energy::Profiler p(o, std::make_unique<BufferedPowerSession>(), "fake");
+  const dooly::energy::KeyId k = p.key("kernel", dooly::energy::Kind::kernel_for);
+  p.start();
+  const int64_t t0 = dooly::now_ns();
+  int64_t next = t0;
+  for (auto _ : state) {
+    next += period_ns;
+    p.begin(k, 0);
+    while (dooly::now_ns() < next) {
+    }
+    p.end(k, 0);
+  }
+  const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
+  const double cpu_s = p.sampler_cpu_s();
+  const dooly::energy::Report rep = p.stop();
+  state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
+  state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
+  state.counters["sampler_ns_per_kernel"] = static_cast<double>(state.iterations()) > 0
+                                                ? cpu_s * 1e9 / static_cast<double>(state.iterations()) : 0.0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +212,7 @@ int main(int argc, char** argv) {
     for (auto _ : state) fake_kernel();
   });
   benchmark::RegisterBenchmark("Paced/Profiler/begin_end", profiler_begin_end_paced);
+  benchmark::RegisterBenchmark("Rate/Profiler/sampler", profiler_at_rate)->Arg(70'000)->MinTime(3.0)->UseRealTime();
   for (const Tool& t : tools())
     benchmark::RegisterBenchmark(("Paced/Tool/" + t.name + "/begin_end").c_str(), tool_begin_end_paced, &t);
 
