@@ -19,6 +19,7 @@
 #include <benchmark/benchmark.h>
 
 #include "dooly/common/clock.hpp"
+#include "dooly/energy/attributor.hpp"
 #include "dooly/energy/profiler.hpp"
 #include "dooly/power/replay/recording.hpp"
 #include "fake_power.hpp"
@@ -131,6 +132,7 @@ class BufferedPowerSession final : public dooly::power::Session {
     channel_.domain = dooly::power::Domain::gpu;
     channel_.device = 0;
     channel_.sensor = {25'000'000, 4'000'000, 20'000'000, "buffered 20 ms samples (hook_bench)"};
+    channels_.push_back(channel_);
   }
   const std::vector<dooly::power::Channel>& channels() const noexcept override { return channels_; }
   dooly::power::PollStatus poll(std::vector<dooly::power::Reading>& out) noexcept override {
@@ -142,7 +144,7 @@ class BufferedPowerSession final : public dooly::power::Session {
 
  private:
   dooly::power::Channel channel_;
-  std::vector<dooly::power::Channel> channels_{channel_};
+  std::vector<dooly::power::Channel> channels_;
   int64_t next_ = 0;
 };
 
@@ -173,6 +175,48 @@ void profiler_at_rate(benchmark::State& state) {
   state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
   state.counters["sampler_ns_per_kernel"] = static_cast<double>(state.iterations()) > 0
                                                 ? cpu_s * 1e9 / static_cast<double>(state.iterations()) : 0.0;
+}
+
+// The sampler thread's per-kernel work alone, single-threaded and deterministic (no clock, no thread): one
+// simulated second at 70,000 kernels/s (state.range(0) = nesting depth: 1 = kernels at top level, 2 = inside
+// one region) over NVML-like readings (every 20 ms, 25 ms window, 4 ms late), handed to the Attributor in
+// 100 ms batches as the sampler's ticks do. Reports ns of attribution work per kernel.
+void attributor_stream(benchmark::State& state) {
+  namespace en = dooly::energy;
+  const int depth = static_cast<int>(state.range(0));
+  constexpr int64_t kSecond = 1'000'000'000, kKernel = kSecond / 70'000, kTick = 100'000'000;
+  dooly::power::Channel ch;
+  ch.name = "gpu0";
+  ch.domain = dooly::power::Domain::gpu;
+  ch.device = 0;
+  ch.sensor = {25'000'000, 4'000'000, 20'000'000, "buffered 20 ms samples (hook_bench)"};
+  en::KeyTable keys;
+  const en::KeyId kernels[2] = {keys.intern("triad", en::Kind::kernel_for), keys.intern("fma", en::Kind::kernel_for)};
+  const en::KeyId region = keys.intern("step", en::Kind::region);
+  std::vector<en::Event> events;
+  if (depth > 1) events.push_back({0, region, 0, -1, true});
+  for (int64_t t = 1000, i = 0; t + kKernel < kSecond; t += kKernel, ++i) {
+    events.push_back({t, kernels[(i / 64) % 2], 0, 0, true});
+    events.push_back({t + kKernel * 3 / 4, kernels[(i / 64) % 2], 0, 0, false});
+  }
+  if (depth > 1) events.push_back({kSecond - 1, region, 0, -1, false});
+  const size_t kernel_count = (events.size() - (depth > 1 ? 2 : 0)) / 2;
+  for (auto _ : state) {
+    en::Attributor a({ch}, keys);
+    a.begin_run(0);
+    size_t next_event = 0;
+    int64_t next_reading = 0;
+    for (int64_t tick = kTick; tick <= kSecond + kTick; tick += kTick) {
+      for (; next_reading <= tick - 4'000'000; next_reading += 20'000'000)
+        a.add_reading({0, next_reading, 200.0 + static_cast<double>((next_reading / 20'000'000) % 7)});
+      a.expect_events(tick);
+      for (; next_event < events.size() && events[next_event].t_ns <= tick; ++next_event) a.add_event(events[next_event]);
+      a.advance(tick);
+    }
+    benchmark::DoNotOptimize(a.finish(kSecond + kTick));
+  }
+  state.counters["ns_per_kernel"] = benchmark::Counter(static_cast<double>(kernel_count) * static_cast<double>(state.iterations()),
+                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 }  // namespace
@@ -212,6 +256,7 @@ int main(int argc, char** argv) {
     for (auto _ : state) fake_kernel();
   });
   benchmark::RegisterBenchmark("Paced/Profiler/begin_end", profiler_begin_end_paced);
+  benchmark::RegisterBenchmark("Attributor/stream", attributor_stream)->Arg(1)->Arg(2);
   benchmark::RegisterBenchmark("Rate/Profiler/sampler", profiler_at_rate)->Arg(70'000)->MinTime(3.0)->UseRealTime();
   for (const Tool& t : tools())
     benchmark::RegisterBenchmark(("Paced/Tool/" + t.name + "/begin_end").c_str(), tool_begin_end_paced, &t);

@@ -2,6 +2,7 @@
 #include "dooly/energy/attributor.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
 
 #include <gtest/gtest.h>
@@ -315,6 +316,131 @@ TEST(Attributor, BaselineFromQuietReadingsAndGivenBaseline) {
   Report rep2 = given.attr->finish(kSec);
   EXPECT_DOUBLE_EQ(rep2.channels[0].baseline_w, 61.0);
   EXPECT_EQ(rep2.channels[0].baseline_method, "given");
+}
+
+// The live profiler says how far events are complete before adding a tick's events (expect_events), so the
+// attributor processes covered events at once instead of queueing them. The result must be the same, number
+// for number, as queueing everything until advance(): two GPUs with different sensors, nested regions, a
+// free section, two threads, events that arrive a tick late, counter reads in between.
+TEST(Attributor, ProcessingEventsAsTheyArriveChangesNothing) {
+  constexpr int64_t kTick = 100 * kMs;
+  struct Batch {
+    std::vector<power::Reading> readings;
+    std::vector<Event> events;
+  };
+  KeyTable keys;
+  const KeyId k[3] = {keys.intern("triad", Kind::kernel_for), keys.intern("fma", Kind::kernel_for),
+                      keys.intern("copy", Kind::kernel_for)};
+  const KeyId step = keys.intern("step", Kind::region), sect = keys.intern("io", Kind::section);
+  std::vector<Batch> batches(31);
+  auto batch_of = [&](int64_t t) -> Batch& { return batches[std::min<size_t>(static_cast<size_t>(t / kTick), 30)]; };
+  for (int64_t t = 0; t < 3 * kSec; t += 20 * kMs)
+    batch_of(t + 4 * kMs).readings.push_back({0, t, 150 + 90.0 * std::sin(static_cast<double>(t) * 3e-8)});
+  for (int64_t t = 0; t < 3 * kSec; t += 10 * kMs)
+    batch_of(t).readings.push_back({1, t, 200 + 60.0 * std::cos(static_cast<double>(t) * 2e-8)});
+  int n = 0;
+  for (int64_t t = 1 * kMs; t < 2900 * kMs; t += 1'300'000, ++n) {
+    Batch& b = batch_of(t);
+    if (n % 37 == 0) b.events.push_back({t - 100'000, step, 0, -1, true, flags::nested});
+    b.events.push_back({t, k[n % 2], 0, n % 2, true, flags::nested});
+    batch_of(t + 900'000).events.push_back({t + 900'000, k[n % 2], 0, n % 2, false, flags::nested});
+    if (n % 37 == 36) batch_of(t + 1'000'000).events.push_back({t + 1'000'000, step, 0, -1, false, flags::nested});
+    if (n % 5 == 0) {  // thread 1: one kernel in five, on GPU 1; every fourth of its events is published a tick late
+      Batch& late = batch_of(t + ((n / 5) % 4 == 0 ? kTick : 0));
+      late.events.push_back({t + 200'000, k[2], 1, 1, true, flags::nested});
+      batch_of(t + 700'000 + ((n / 5) % 4 == 0 ? kTick : 0)).events.push_back({t + 700'000, k[2], 1, 1, false, flags::nested});
+    }
+    if (n % 101 == 0) b.events.push_back({t + 50'000, sect, 0, -1, true, 0});
+    if (n % 101 == 50) b.events.push_back({t + 50'000, sect, 0, -1, false, 0});
+  }
+  auto run = [&](bool expect) {
+    Attributor a({gpu(0, 25 * kMs), gpu(1)}, keys);
+    a.begin_run(0);
+    a.add_counter(0, 2 * kMs, 10.0);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const int64_t tick = static_cast<int64_t>(i + 1) * kTick;
+      for (const auto& r : batches[i].readings) a.add_reading(r);
+      if (i == 15) a.add_counter(1, tick - 30 * kMs, 500.0);  // read mid-run, arrives after later events
+      std::vector<Event> evs = batches[i].events;
+      std::stable_sort(evs.begin(), evs.end(), [](const Event& x, const Event& y) { return x.t_ns < y.t_ns; });
+      if (expect) a.expect_events(tick);
+      for (const auto& e : evs) a.add_event(e);
+      a.advance(tick);
+    }
+    a.add_counter(0, 3 * kSec, 700.0);
+    a.add_counter(1, 3 * kSec, 900.0);
+    return a.finish(3 * kSec);
+  };
+  const Report queued = run(false), direct = run(true);
+  ASSERT_EQ(queued.channels.size(), 2u);
+  EXPECT_EQ(queued.unmatched_events, direct.unmatched_events);
+  for (size_t c = 0; c < 2; ++c) {
+    const ChannelReport &q = queued.channels[c], &d = direct.channels[c];
+    ASSERT_EQ(q.rows.size(), d.rows.size());
+    ASSERT_GE(q.rows.size(), 3u);
+    for (size_t i = 0; i < q.rows.size(); ++i) {
+      SCOPED_TRACE(q.rows[i].name);
+      EXPECT_EQ(q.rows[i].name, d.rows[i].name);
+      EXPECT_EQ(q.rows[i].calls, d.rows[i].calls);
+      EXPECT_DOUBLE_EQ(q.rows[i].time_s, d.rows[i].time_s);
+      EXPECT_DOUBLE_EQ(q.rows[i].energy_j, d.rows[i].energy_j);
+      EXPECT_DOUBLE_EQ(q.rows[i].excl_energy_j, d.rows[i].excl_energy_j);
+      ASSERT_EQ(q.rows[i].model_energy_j.has_value(), d.rows[i].model_energy_j.has_value());
+      if (q.rows[i].model_energy_j) {
+        EXPECT_DOUBLE_EQ(*q.rows[i].model_energy_j, *d.rows[i].model_energy_j);
+      }
+    }
+    EXPECT_DOUBLE_EQ(q.conservation.run_energy_j, d.conservation.run_energy_j);
+    EXPECT_DOUBLE_EQ(q.conservation.attributed_j, d.conservation.attributed_j);
+    EXPECT_TRUE(q.fit.fitted);
+    EXPECT_DOUBLE_EQ(q.fit.residual_rms_w, d.fit.residual_rms_w);
+  }
+  // The stream really exercised both paths: kernels on both GPUs, the late thread-1 kernels, the region.
+  EXPECT_EQ(row(queued.channels[1], "copy").calls, row(direct.channels[1], "copy").calls);
+  EXPECT_GT(row(queued.channels[0], "step").calls, 50u);
+}
+
+TEST(Attributor, TrimmingOldSegmentsNeverChangesTheModel) {
+  // The model needs each reading's window of innermost segments; segments older than any window still to come
+  // are dropped as the run advances. Fed tick by tick (trimming) or all at once (nothing trimmed before the
+  // end), the fit and every model energy must be the same, for a point sensor, NVML's 25 ms window and a
+  // 1 s average; and for the point sensor the segments kept stay a fraction of a second's worth.
+  for (const int64_t window : {int64_t{0}, 25 * kMs, kSec}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    auto feed = [&](bool incremental, size_t* peak_segments) {
+      KeyTable keys;
+      Attributor a({gpu(0, window)}, keys);
+      const KeyId k[2] = {keys.intern("a", Kind::kernel_for), keys.intern("b", Kind::kernel_for)};
+      a.begin_run(0);
+      int64_t next_reading = 0;
+      int n = 0;
+      for (int64_t tick = 100 * kMs; tick <= 6 * kSec; tick += 100 * kMs) {
+        for (; next_reading <= tick; next_reading += 20 * kMs)
+          a.add_reading({0, next_reading, 150 + 100.0 * ((next_reading / (300 * kMs)) % 2)});
+        for (int64_t t = tick - 100 * kMs; t < tick; t += kMs, ++n) {
+          const KeyId key = k[(n / (7 + n % 5)) % 2];  // runs of irregular length: the columns vary apart
+          a.add_event({t + 100'000, key, 0, 0, true, flags::nested});
+          a.add_event({t + 600'000 + (n % 3) * 100'000, key, 0, 0, false, flags::nested});
+        }
+        if (incremental) a.advance(tick);
+        if (peak_segments) *peak_segments = std::max(*peak_segments, a.retained_segments());
+      }
+      return a.finish(6 * kSec);
+    };
+    size_t peak = 0;
+    const Report inc = feed(true, &peak), once = feed(false, nullptr);
+    const ChannelReport &x = inc.channels[0], &y = once.channels[0];
+    ASSERT_TRUE(x.fit.fitted);
+    EXPECT_DOUBLE_EQ(x.fit.residual_rms_w, y.fit.residual_rms_w);
+    EXPECT_DOUBLE_EQ(x.fit.intercept_w, y.fit.intercept_w);
+    for (const char* name : {"a", "b"}) {
+      EXPECT_DOUBLE_EQ(*row(x, name).model_energy_j, *row(y, name).model_energy_j) << name;
+      EXPECT_DOUBLE_EQ(*row(x, name).model_power_w, *row(y, name).model_power_w) << name;
+    }
+    if (window == 0) {
+      EXPECT_LT(peak, 300u);  // 1 kernel per ms: ~0.3 s worth at most
+    }
+  }
 }
 
 TEST(Attributor, MemoryStaysBoundedOverALongRun) {

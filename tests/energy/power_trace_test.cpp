@@ -1,6 +1,9 @@
 #include "dooly/energy/power_trace.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +68,49 @@ TEST(PowerTrace, TrimKeepsLaterIntegralsExact) {
   EXPECT_LT(tr.size(), 310u);
   for (int64_t t : {700'000'000LL, 812'345'678LL, 1'000'000'000LL})
     EXPECT_DOUBLE_EQ(tr.energy_j(t), full.energy_j(t));
+}
+
+// E(t) computed from scratch: the trapezoid over every reading up to t (reference for the cursor).
+double reference_energy(const std::vector<std::pair<int64_t, double>>& pts, int64_t t) {
+  double e = 0;
+  for (size_t i = 0; i + 1 < pts.size(); ++i) {
+    const auto [t0, p0] = pts[i];
+    const auto [t1, p1] = pts[i + 1];
+    if (t <= t0) break;
+    const int64_t end = std::min(t, t1);
+    const double p_end = p0 + (p1 - p0) * static_cast<double>(end - t0) / static_cast<double>(t1 - t0);
+    e += 0.5 * (p0 + p_end) * static_cast<double>(end - t0) * kS;
+  }
+  return e;
+}
+
+TEST(PowerTrace, AnyQueryOrderGivesTheSameEnergies) {
+  // Irregular readings; queries in time order (the cursor's fast path), backwards, at random, and exactly on
+  // readings, interleaved with appends and trims. Every answer equals the from-scratch trapezoid.
+  std::mt19937_64 rng(11);
+  PowerTrace tr;
+  std::vector<std::pair<int64_t, double>> pts;
+  int64_t t = 1'000'000;
+  for (int i = 0; i < 400; ++i) {
+    t += 1'000'000 + static_cast<int64_t>(rng() % 30'000'000);
+    const double p = 100 + static_cast<double>(rng() % 300);
+    ASSERT_TRUE(tr.append(t, p));
+    pts.emplace_back(t, p);
+  }
+  auto check = [&](int64_t q) {
+    const double want = reference_energy(pts, q);
+    ASSERT_NEAR(tr.energy_j(q), want, 1e-9 * want + 1e-12) << "t=" << q;
+  };
+  const int64_t t_first = pts.front().first, t_last = pts.back().first;
+  for (int64_t q = t_first; q < t_last; q += 777'777) check(q);         // forwards, many per interval
+  for (int64_t q = t_last - 1; q > t_first; q -= 3'333'333) check(q);   // backwards
+  for (int i = 0; i < 2000; ++i) check(t_first + static_cast<int64_t>(rng() % static_cast<uint64_t>(t_last - t_first)));
+  for (const auto& [tp, p] : pts) check(tp);                             // on the readings themselves
+  // Trim in steps, querying forwards after each: the cursor follows the dropped readings.
+  for (int64_t cut = t_first; cut < t_last; cut += 250'000'000) {
+    tr.trim_before(cut);
+    for (int64_t q = cut; q < std::min(cut + 300'000'000, t_last); q += 5'555'555) check(q);
+  }
 }
 
 }  // namespace

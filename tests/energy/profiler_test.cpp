@@ -47,6 +47,15 @@ TEST(Profiler, ConstantPowerGivesPowerTimesTimeThroughTheLiveThread) {
   EXPECT_EQ(rep.unmatched_events, 0u);
   EXPECT_EQ(rep.backend, "fake");
   EXPECT_TRUE(c.conservation.counter_delta_j.has_value());
+  // The sampler's CPU, and the part of it spent polling the source (the rest is attribution).
+  auto meta = [&](const std::string& key) {
+    for (const auto& [k, v] : rep.meta)
+      if (k == key) return std::stod(v);
+    ADD_FAILURE() << "no meta " << key;
+    return -1.0;
+  };
+  EXPECT_GE(meta("sampler_poll_cpu_s"), 0.0);
+  EXPECT_LE(meta("sampler_poll_cpu_s"), meta("sampler_cpu_s"));
 }
 
 TEST(Profiler, BoundedEventBufferDropsAndCounts) {

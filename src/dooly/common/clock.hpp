@@ -1,6 +1,8 @@
 #pragma once
 // One clock for the whole process (DESIGN.md "One clock"): steady_clock nanoseconds.
 // Sources that stamp with wall-clock time convert once, at their boundary, through WallToSteady.
+#include <time.h>
+
 #include <chrono>
 #include <cstdint>
 
@@ -10,6 +12,13 @@ inline int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// CPU time the calling thread has used (not on dooly's clock: for cost accounting only).
+inline int64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 inline int64_t wall_now_us() noexcept {

@@ -64,13 +64,7 @@ void TickConverter::calibrate() noexcept {
   t1_ = t;
   ns1_ = ns;
   ++pairs_;
-}
-
-int64_t TickConverter::to_ns(uint64_t t) const noexcept {
-  if (!tsc_ticks()) return static_cast<int64_t>(t);
-  if (pairs_ < 2) return ns1_;  // no rate yet (start() takes two pairs a millisecond apart)
-  const double rate = static_cast<double>(ns1_ - ns0_) / static_cast<double>(t1_ - t0_);  // ns per tick
-  return ns1_ + static_cast<int64_t>(rate * (static_cast<double>(t) - static_cast<double>(t1_)));
+  if (pairs_ >= 2) ns_per_tick_ = static_cast<double>(ns1_ - ns0_) / static_cast<double>(t1_ - t0_);
 }
 
 }  // namespace dooly

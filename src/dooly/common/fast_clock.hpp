@@ -33,11 +33,17 @@ class TickConverter {
   static std::pair<uint64_t, int64_t> read_pair() noexcept;
   void calibrate() noexcept;          // takes a pair and keeps it with the previous one
   void calibrate_initial() noexcept;  // two pairs 1 ms apart: a first rate before the sampler's ticks
-  int64_t to_ns(uint64_t t) const noexcept;
+  int64_t to_ns(uint64_t t) const noexcept {  // once per event on the sampler thread: inline, no division
+    if (!tsc_) return static_cast<int64_t>(t);
+    if (pairs_ < 2) return ns1_;  // no rate yet (start() takes two pairs a millisecond apart)
+    return ns1_ + static_cast<int64_t>(ns_per_tick_ * (static_cast<double>(t) - static_cast<double>(t1_)));
+  }
 
  private:
+  bool tsc_ = tsc_ticks();
   uint64_t t0_ = 0, t1_ = 0;
   int64_t ns0_ = 0, ns1_ = 0;
+  double ns_per_tick_ = 1.0;
   int pairs_ = 0;
 };
 

@@ -28,15 +28,12 @@ Attributor::Attributor(std::vector<power::Channel> channels, const KeyTable& key
   }
 }
 
-bool Attributor::relevant(size_t c, int32_t device) const noexcept {
-  const power::Channel& ch = channels_[c];
-  if (ch.domain != power::Domain::gpu || ch.device < 0 || device < 0) return true;
-  return ch.device == device;
-}
+void Attributor::grow_acc(KeyId key) { acc_.resize((static_cast<size_t>(key) + 1) * channels_.size()); }
 
-Attributor::Acc& Attributor::acc(KeyId key, size_t c) {
-  if (key >= acc_.size()) acc_.resize(key + 1, std::vector<Acc>(channels_.size()));
-  return acc_[key][c];
+int64_t Attributor::overlap_ns(KeyId outer, KeyId inner) const {
+  if (outer == inner) return outer < self_overlap_ns_.size() ? self_overlap_ns_[outer] : 0;
+  auto it = overlap_ns_.find((static_cast<uint64_t>(outer) << 32) | inner);
+  return it != overlap_ns_.end() ? it->second : 0;
 }
 
 size_t Attributor::retained_readings() const noexcept {
@@ -63,6 +60,7 @@ void Attributor::add_reading(const power::Reading& r) {
   // Readings from before the run (NVML hands over up to a second of backlog from before the program) stay out
   // of the baseline and the model: the device was in another state then.
   if (r.t_ns < run_t0_) return;
+  s.widest_window_ns = std::max(s.widest_window_ns, r.window_ns);
   reservoir(s.all_w, s.all_seen, r.power_w);
   if (options_.model) s.model_pending.push_back(r);
 }
@@ -70,7 +68,14 @@ void Attributor::add_reading(const power::Reading& r) {
 void Attributor::add_event(const Event& event) {
   if (event.t_ns >= last_event_ns_) {
     last_event_ns_ = event.t_ns;
-    pending_.push_back(event);
+    if (event.t_ns > ready_ns_) {
+      pending_.push_back(event);
+      return;
+    }
+    // Covered already: everything pending is older (this event is the newest), so process it all, then this.
+    if (!pending_.empty()) process_until(event.t_ns);
+    process_counter_marks(event.t_ns);
+    process_event(event);
     return;
   }
   // Late (its thread was preempted before publishing it): back into time order among the events still
@@ -95,7 +100,7 @@ void Attributor::add_counter(uint32_t channel, int64_t t_ns, double energy_j) {
   counter_marks_.insert(pos, {t_ns, channel});
 }
 
-void Attributor::process_counter_marks(int64_t until_ns) {
+void Attributor::take_counter_marks(int64_t until_ns) {
   while (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) {
     const auto [t, channel] = counter_marks_.front();
     counter_marks_.pop_front();
@@ -110,7 +115,7 @@ void Attributor::mark_dead(uint32_t channel) {
   if (channel < state_.size()) state_[channel].dead = true;
 }
 
-void Attributor::advance(int64_t events_complete_ns) {
+int64_t Attributor::horizon(int64_t events_complete_ns) const noexcept {
   int64_t horizon = events_complete_ns;
   for (size_t c = 0; c < state_.size(); ++c) {
     const ChannelState& s = state_[c];
@@ -119,7 +124,17 @@ void Attributor::advance(int64_t events_complete_ns) {
   }
   // A channel that lags too far (a stalled sensor) stops holding everything back; its figures are
   // then extrapolated and counted as such.
-  if (horizon < events_complete_ns - options_.max_lag_ns) horizon = events_complete_ns - options_.max_lag_ns;
+  return std::max(horizon, events_complete_ns - options_.max_lag_ns);
+}
+
+void Attributor::expect_events(int64_t events_complete_ns) {
+  // Monotonic: traces only grow, events_complete_ns only advances.
+  ready_ns_ = std::max(ready_ns_, horizon(events_complete_ns));
+}
+
+void Attributor::advance(int64_t events_complete_ns) {
+  const int64_t horizon = this->horizon(events_complete_ns);
+  ready_ns_ = std::max(ready_ns_, horizon);
   process_until(horizon);
   while (pending_.size() > options_.max_pending_events) {
     const Event e = pending_.front();
@@ -160,40 +175,58 @@ void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& 
     a.excl_time_ns += dt;
     a.excl_energy_j += e[c] - top.seg_e0[c];
   }
+  record_segment(top, t, stack);
+}
+
+void Attributor::record_segment(const Open& top, int64_t t, const FrameStack& stack) {
   if (!options_.model) return;
+  const int64_t dt = t - top.seg_t0;
   if (segments_.size() >= options_.max_segments) {
     segments_.pop_front();
     ++segments_dropped_;
   }
   segments_.push_back({top.seg_t0, t, top.key, top.device, stack.thread});
-  // Time this innermost stretch adds under each enclosing window (for the model's inclusive energies).
-  for (const Open& o : stack) overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | top.key] += dt;
+  // Time this innermost stretch adds under each enclosing window (for the model's inclusive energies); under
+  // its own window (always once, more when a key nests in itself) it goes to a plain array.
+  for (const Open& o : stack) {
+    if (o.key == top.key) {
+      if (top.key >= self_overlap_ns_.size()) self_overlap_ns_.resize(top.key + 1, 0);
+      self_overlap_ns_[top.key] += dt;
+    } else {
+      overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | top.key] += dt;
+    }
+  }
 }
 
 void Attributor::end_nested(FrameStack& stack, int64_t t, const std::vector<double>& e, bool extrapolated) {
   Open& top = stack.back();
-  close_segment(top, t, e, stack);
+  const int64_t seg_dt = t - top.seg_t0;
   const int64_t dt = t - top.t0;
+  const bool outermost = stack.size() == 1;
+  // One pass per channel: the last innermost stretch (exclusive), the whole window (inclusive), and for an
+  // outermost window the busy span.
   for (size_t c = 0; c < state_.size(); ++c) {
     if (!relevant(c, top.device)) continue;
     Acc& a = acc(top.key, c);
+    if (seg_dt > 0) {
+      a.excl_time_ns += seg_dt;
+      a.excl_energy_j += e[c] - top.seg_e0[c];
+    }
     ++a.calls;
     a.time_ns += dt;
     a.energy_j += e[c] - top.e0[c];
     if (dt < channels_[c].sensor.update_ns) ++a.short_windows;
     if (extrapolated) ++a.extrapolated;
-  }
-  if (stack.size() == 1) {
-    for (size_t c = 0; c < state_.size(); ++c) {
-      if (!relevant(c, top.device)) continue;
+    if (outermost) {
       ChannelState& s = state_[c];
       if (--s.busy == 0) s.attributed_j += e[c] - s.busy_e0;
     }
   }
+  if (seg_dt > 0) record_segment(top, t, stack);
   stack.pop_back();
   if (!stack.empty()) {
     stack.back().seg_t0 = t;
-    stack.back().seg_e0.assign(e.begin(), e.end());
+    copy_energies(stack.back().seg_e0, e);
   }
 }
 
@@ -386,7 +419,10 @@ void Attributor::trim(int64_t horizon_ns) {
       const auto& r = s.model_pending.front();
       keep_from = std::min(keep_from, r.t_ns - ch.sensor.delay_ns - sensor_window(ch, r));
     } else {
-      keep_from = std::min(keep_from, horizon_ns - ch.sensor.delay_ns - 2 * std::max<int64_t>(ch.sensor.window_ns, 1'000'000'000));
+      // Readings still to come end after the horizon (they arrive in order, the trace covers the horizon), so
+      // their windows start at most one window before it: keep two, and an update period, of the widest seen.
+      const int64_t w = std::max({ch.sensor.window_ns, s.widest_window_ns, ch.sensor.update_ns});
+      keep_from = std::min(keep_from, horizon_ns - ch.sensor.delay_ns - 2 * w - ch.sensor.update_ns);
     }
   }
   while (!segments_.empty() && segments_.front().t1 < keep_from) segments_.pop_front();
@@ -508,8 +544,8 @@ ChannelReport Attributor::build_channel(size_t c, int64_t t_end) {
 
   const double intercept = cr.fit.fitted ? cr.fit.intercept_w : cr.baseline_w;
   std::vector<KeyInfo> infos = keys_.snapshot();
-  for (KeyId key = 0; key < acc_.size(); ++key) {
-    const Acc& a = acc_[key][c];
+  for (KeyId key = 0; static_cast<size_t>(key) * state_.size() < acc_.size(); ++key) {
+    const Acc& a = acc_[static_cast<size_t>(key) * state_.size() + c];
     if (!a.calls) continue;
     RegionRow row;
     row.name = key < infos.size() ? infos[key].name : "<unknown>";
@@ -523,10 +559,7 @@ ChannelReport Attributor::build_channel(size_t c, int64_t t_end) {
     row.extrapolated_windows = a.extrapolated;
     if (cr.fit.fitted) {
       double marginal = 0;
-      for (int i = 1; i <= k; ++i) {
-        auto it = overlap_ns_.find((static_cast<uint64_t>(key) << 32) | m.keys[i - 1]);
-        if (it != overlap_ns_.end()) marginal += power_by_col[i] * static_cast<double>(it->second) * 1e-9;
-      }
+      for (int i = 1; i <= k; ++i) marginal += power_by_col[i] * static_cast<double>(overlap_ns(key, m.keys[i - 1])) * 1e-9;
       row.model_energy_j = intercept * row.time_s + marginal;
       if (auto it = m.column.find(key); it != m.column.end()) {
         row.model_power_w = power_by_col[it->second];

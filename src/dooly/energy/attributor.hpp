@@ -12,15 +12,18 @@
 //    sensor updates, where the trapezoid hands each of them the mix's average.
 //
 // Events must arrive in time order. An event is processed once every live channel's trace covers its time
-// (or it is older than max_lag_ns), so energies are exact and memory stays bounded.
+// (or it is older than max_lag_ns), so energies are exact and memory stays bounded. The live profiler, which
+// adds each tick's readings before its events, says how far the events are complete (expect_events): events
+// the traces already cover are then processed as they are added, without a trip through the pending queue.
+#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include <Eigen/Dense>
 
+#include "dooly/common/fifo.hpp"
 #include "dooly/energy/event.hpp"
 #include "dooly/energy/key_table.hpp"
 #include "dooly/energy/power_trace.hpp"
@@ -50,6 +53,9 @@ class Attributor {
   void add_reading(const power::Reading& reading);
   void add_event(const Event& event);
   void add_counter(uint32_t channel, int64_t t_ns, double energy_j);
+  // Every event before events_complete_ns is being added now (after this batch's readings): add_event may
+  // process the ones the traces cover straight away. Optional; advance() does the same at the batch's end.
+  void expect_events(int64_t events_complete_ns);
   // The channel produces nothing more: stop waiting for it.
   void mark_dead(uint32_t channel);
   // Every event before events_complete_ns has been added: process all that the traces cover.
@@ -82,6 +88,15 @@ class Attributor {
     std::vector<double> e0;      // E(t0) per channel
     std::vector<double> seg_e0;  // E(seg_t0) per channel
   };
+  // dst = src without a memmove call for the usual one or two channels (this runs twice per event).
+  static void copy_energies(std::vector<double>& dst, const std::vector<double>& src) {
+    dst.resize(src.size());
+    if (src.size() <= 2) {
+      for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+    } else {
+      std::copy(src.begin(), src.end(), dst.begin());
+    }
+  }
   // One thread's open nested windows. Frames are reused (their energy vectors keep their capacity), so the
   // sampler thread allocates nothing per event once a stack has reached its depth.
   class FrameStack {
@@ -96,8 +111,8 @@ class Attributor {
       o.key = key;
       o.device = device;
       o.t0 = o.seg_t0 = t;
-      o.e0.assign(e.begin(), e.end());
-      o.seg_e0.assign(e.begin(), e.end());
+      copy_energies(o.e0, e);
+      copy_energies(o.seg_e0, e);
     }
     void pop_back() noexcept { --depth_; }
     std::vector<Open>::const_iterator begin() const noexcept { return frames_.begin(); }
@@ -135,7 +150,8 @@ class Attributor {
     PowerTrace trace;
     bool dead = false;
     uint64_t samples = 0, dropped = 0;
-    std::deque<power::Reading> model_pending;  // readings whose window the events have not reached yet
+    Fifo<power::Reading> model_pending;
+    int64_t widest_window_ns = 0;  // of the readings that carry their own window (RAPL)  // readings whose window the events have not reached yet
     Model model;
     std::vector<double> quiet_w, all_w;         // reservoirs for the baseline
     uint64_t quiet_seen = 0, all_seen = 0;
@@ -149,13 +165,30 @@ class Attributor {
     int64_t idle_measured_ns = 0;
   };
 
-  bool relevant(size_t c, int32_t device) const noexcept;
+  // Whether a window on `device` is charged on channel c (a GPU channel only takes its own GPU's windows).
+  // How far events can be processed: every live channel's trace covers it and events are complete to it.
+  int64_t horizon(int64_t events_complete_ns) const noexcept;
+  bool relevant(size_t c, int32_t device) const noexcept {
+    const power::Channel& ch = channels_[c];
+    return ch.domain != power::Domain::gpu || ch.device < 0 || device < 0 || ch.device == device;
+  }
+  Acc& acc(KeyId key, size_t c) {
+    const size_t i = static_cast<size_t>(key) * channels_.size() + c;
+    if (i >= acc_.size()) grow_acc(key);
+    return acc_[i];
+  }
+  void grow_acc(KeyId key);
+  // Time the innermost `inner` ran under an open `outer` (the model's inclusive energies).
+  int64_t overlap_ns(KeyId outer, KeyId inner) const;
   void process_until(int64_t horizon_ns);
   void process_event(const Event& e);
-  void process_counter_marks(int64_t until_ns);
+  void process_counter_marks(int64_t until_ns) {
+    if (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) take_counter_marks(until_ns);
+  }
+  void take_counter_marks(int64_t until_ns);
   void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const;
-  Acc& acc(KeyId key, size_t c);
   void close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack);
+  void record_segment(const Open& top, int64_t t, const FrameStack& stack);  // for the model
   void end_nested(FrameStack& stack, int64_t t, const std::vector<double>& e, bool extrapolated);
   void process_model_samples(int64_t horizon_ns, bool all);
   void add_model_sample(size_t c, const power::Reading& r);
@@ -168,15 +201,17 @@ class Attributor {
   std::vector<Kind> kinds_;  // cache of keys_' kinds: looked up per event without the table's lock
   AttributorOptions options_;
   std::vector<ChannelState> state_;
-  std::vector<std::vector<Acc>> acc_;  // [key][channel]
-  std::deque<Event> pending_;
+  std::vector<Acc> acc_;  // [key * channels + channel]
+  Fifo<Event> pending_;
   std::vector<FrameStack> stacks_;  // by thread index
   std::unordered_map<KeyId, std::vector<Open>> free_open_;
-  std::deque<Segment> segments_;
-  std::deque<std::pair<int64_t, uint32_t>> counter_marks_;  // (t, channel) of counter reads not yet reached
-  std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time
+  Fifo<Segment> segments_;
+  Fifo<std::pair<int64_t, uint32_t>> counter_marks_;  // (t, channel) of counter reads not yet reached
+  std::vector<int64_t> self_overlap_ns_;              // [key]: innermost time under its own window(s)
+  std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time, ancestor != innermost
   int64_t processed_ns_ = INT64_MIN;                   // events processed up to here
   int64_t last_event_ns_ = INT64_MIN;
+  int64_t ready_ns_ = INT64_MIN;  // an event added at or before this (and in order) is processed at once
   int64_t run_t0_ = INT64_MIN;
   uint64_t unmatched_ = 0;
   uint64_t segments_dropped_ = 0;

@@ -1,10 +1,12 @@
 #pragma once
 // One channel's power readings as a piecewise-linear function of time, kept with its running integral so that
-// the energy up to any covered instant, E(t), is exact and O(log n); the integral over [a, b] is E(b) - E(a).
-// Old readings are trimmed, so memory stays bounded however long the run.
+// the energy up to any covered instant, E(t), is exact; the integral over [a, b] is E(b) - E(a). Queries in time
+// order (the attributor's) cost O(1) through a cursor, others O(log n). Old readings are trimmed, so memory
+// stays bounded however long the run.
 #include <cstdint>
 #include <cstddef>
-#include <deque>
+
+#include "dooly/common/fifo.hpp"
 
 namespace dooly::energy {
 
@@ -21,7 +23,14 @@ class PowerTrace {
 
   // Energy (J) from the first reading ever appended to t. Outside the readings the power is held constant
   // (first value before, last value after); `extrapolated` is set when that happened.
-  double energy_j(int64_t t_ns, bool* extrapolated = nullptr) const;
+  double energy_j(int64_t t_ns, bool* extrapolated = nullptr) const {
+    // Fast path: t in the reading interval the previous query found (time-ordered queries mostly are).
+    if (cursor_ + 1 < points_.size()) {
+      const Point& a = points_[cursor_];
+      if (a.t_ns <= t_ns && t_ns < points_[cursor_ + 1].t_ns) return a.integral_to(t_ns);
+    }
+    return energy_j_located(t_ns, extrapolated);
+  }
   // Power at t, linearly interpolated (held constant outside).
   double power_w(int64_t t_ns) const;
 
@@ -33,8 +42,19 @@ class PowerTrace {
     int64_t t_ns;
     double power_w;
     double energy_j;  // integral from the first reading ever appended up to t_ns
+    double slope_w_per_ns;  // towards the next reading (0 for the last)
+    // E(t) for t from here to the next reading: the trapezoid up to the power interpolated at t.
+    double integral_to(int64_t t) const noexcept {
+      const double dt = static_cast<double>(t - t_ns);
+      return energy_j + (power_w + 0.5 * slope_w_per_ns * dt) * dt * 1e-9;
+    }
   };
-  std::deque<Point> points_;
+  double energy_j_located(int64_t t_ns, bool* extrapolated) const;
+  // Index of the last point at or before t for the reading interval that holds t (the cursor).
+  size_t locate(int64_t t_ns) const noexcept;
+
+  Fifo<Point> points_;
+  mutable size_t cursor_ = 0;  // index of the point the last in-range query found
   bool trimmed_ = false;
   double first_power_w_ = 0.0;  // for extrapolation before the first reading
   int64_t origin_t_ns_ = 0;

@@ -70,6 +70,8 @@ class Profiler {
   int64_t period_ns() const noexcept { return options_.period_ns; }
 
   double sampler_cpu_s() const noexcept { return sampler_ ? sampler_->thread_cpu_s() : 0.0; }
+  // The part of it spent in the power source's poll.
+  double poll_cpu_s() const noexcept { return static_cast<double>(poll_cpu_ns_.load(std::memory_order_relaxed)) * 1e-9; }
   uint64_t sampler_ticks() const noexcept { return sampler_ ? sampler_->ticks() : 0; }
 
  private:
@@ -100,6 +102,7 @@ class Profiler {
   std::vector<bool> channel_dead_;
   std::string last_poll_error_;
   std::atomic<bool> running_{false};
+  std::atomic<int64_t> poll_cpu_ns_{0};  // sampler thread CPU spent in session_->poll
   int64_t start_ns_ = 0;
 };
 

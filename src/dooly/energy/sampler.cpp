@@ -1,18 +1,8 @@
 #include "dooly/energy/sampler.hpp"
 
-#include <time.h>
-
 #include "dooly/common/clock.hpp"
 
 namespace dooly::energy {
-
-namespace {
-int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-}  // namespace
 
 Sampler::Sampler(int64_t period_ns, Tick tick) : period_ns_(period_ns > 0 ? period_ns : 1'000'000), tick_(std::move(tick)) {}
 

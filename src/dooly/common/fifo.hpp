@@ -1,0 +1,60 @@
+#pragma once
+// A first-in first-out queue over one contiguous vector: push at the back, pop at the front, random access and
+// binary search in between. The sampler thread's queues (pending events, recent segments, the power trace)
+// are filled and emptied at every tick; std::deque allocates and frees a block every few hundred elements as
+// they move, this reuses one buffer (popped slots are reclaimed in one move once they are the larger half), so
+// a steady stream allocates nothing. Capacity stays at the high-water mark, which the callers bound.
+#include <cstddef>
+#include <vector>
+
+namespace dooly {
+
+template <typename T>
+class Fifo {
+ public:
+  using iterator = typename std::vector<T>::iterator;
+  using const_iterator = typename std::vector<T>::const_iterator;
+
+  bool empty() const noexcept { return head_ == items_.size(); }
+  size_t size() const noexcept { return items_.size() - head_; }
+
+  T& front() noexcept { return items_[head_]; }
+  const T& front() const noexcept { return items_[head_]; }
+  T& back() noexcept { return items_.back(); }
+  const T& back() const noexcept { return items_.back(); }
+  T& operator[](size_t i) noexcept { return items_[head_ + i]; }
+  const T& operator[](size_t i) const noexcept { return items_[head_ + i]; }
+
+  iterator begin() noexcept { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
+  iterator end() noexcept { return items_.end(); }
+  const_iterator begin() const noexcept { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
+  const_iterator end() const noexcept { return items_.end(); }
+
+  void push_back(const T& item) { items_.push_back(item); }
+  iterator insert(const_iterator pos, const T& item) { return items_.insert(pos, item); }
+
+  void pop_front() noexcept {
+    if (++head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= kCompactAt && 2 * head_ >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+  // Drops the first n items (n <= size()).
+  void pop_front(size_t n) noexcept {
+    for (; n > 0; --n) pop_front();
+  }
+  void clear() noexcept {
+    items_.clear();
+    head_ = 0;
+  }
+
+ private:
+  static constexpr size_t kCompactAt = 256;
+  std::vector<T> items_;
+  size_t head_ = 0;  // items_[0, head_) are popped
+};
+
+}  // namespace dooly
