@@ -187,6 +187,31 @@ TEST_F(ConnectorTest, KernelsOfEveryKindAreRoutedByDeviceAndChargedPowerTimesTim
   EXPECT_DOUBLE_EQ(row(g0, "prefix").time_s, row(g1, "prefix").time_s);
 }
 
+TEST_F(ConnectorTest, ALabelBufferReusedForOtherLabelsGetsEachItsOwnRow) {
+  // Kokkos hands over a label as a std::string's c_str(): one stack buffer can hold a different label at every
+  // launch. The per-thread label cache is keyed by the pointer; it must still tell the texts apart: one longer,
+  // one shorter, one differing in the last byte, one long enough for the library compare, and back.
+  Connector c(factory());
+  c.init(0, 20211015);
+  ASSERT_TRUE(c.active());
+  const std::vector<std::string> labels = {"alpha", "alphb", "alph", "alphabet", "alpha",
+                                           "a_label_well_over_thirty_two_characters_long", "a_label_well_over_thirty_two_characters_lonG",
+                                           "alpha"};
+  char buffer[64];
+  uint64_t kid = 0;
+  for (const std::string& label : labels) {
+    std::snprintf(buffer, sizeof buffer, "%s", label.c_str());
+    c.begin_kernel(Kind::kernel_for, buffer, dev_id(DeviceType::cuda, 0), &kid);
+    c.end_kernel(kid);
+  }
+  c.finalize();
+  const auto& g0 = channel(c.last_report(), "gpu0");
+  EXPECT_EQ(row(g0, "alpha").calls, 3u);
+  for (const char* once : {"alphb", "alph", "alphabet", "a_label_well_over_thirty_two_characters_long",
+                           "a_label_well_over_thirty_two_characters_lonG"})
+    EXPECT_EQ(row(g0, once).calls, 1u) << once;
+}
+
 TEST_F(ConnectorTest, TheFirstKernelOnAHostBackEndGetsAHandleAndClosesItsWindow) {
   // Regression: key 0 on a host device once encoded to handle 0 ("no window"), so its end was dropped.
   Connector c(factory());

@@ -151,7 +151,9 @@ TEST_F(KokkosRuntime, ConnectorReportsEveryKernelRegionSectionAndCopyWithExactCa
     EXPECT_GE(row->at("avg_power_w").get<double>(), 130.0 - 1e-6) << name;
     EXPECT_LE(row->at("avg_power_w").get<double>(), 170.0 + 1e-6) << name;
     // Every window but the last (the section, which ends just before finalize) lies inside the readings.
-    if (name != "checkpoint_section") EXPECT_EQ(row->at("extrapolated_windows"), 0) << name;
+    if (name != "checkpoint_section") {
+      EXPECT_EQ(row->at("extrapolated_windows"), 0) << name;
+    }
   }
   // Inclusive nesting: the solve region holds every iteration.
   EXPECT_GE(region(ch, "solve")->at("time_s").get<double>(), region(ch, "iteration")->at("time_s").get<double>());
@@ -205,5 +207,76 @@ TEST_F(KokkosRuntime, MalformedRecordingPrintsOneLineNamingTheFileAndTheProgramR
   EXPECT_NE(lines[0].find("program runs on"), std::string::npos) << lines[0];
   EXPECT_FALSE(fs::exists(dir_ / "run.json"));
 }
+
+#ifdef KP_TIMING_SHIM
+// bench/kp_timing_shim.cpp, the per-hook timer used for the overhead figures on the GPU: around dooly it must
+// forward every hook (dooly's report is exactly what it is without the shim) and count the program's kernels;
+// around the empty tool it measures the floor per call; without an inner tool the program runs on.
+std::map<std::string, std::string> shim_line(const std::string& text) {
+  std::map<std::string, std::string> fields;
+  const size_t at = text.find("kp_timing_shim inner=");
+  if (at == std::string::npos) return fields;
+  std::istringstream in(text.substr(at, text.find('\n', at) - at));
+  for (std::string word; in >> word;)
+    if (const size_t eq = word.find('='); eq != std::string::npos) {
+      fields[word.substr(0, eq)] = word.substr(eq + 1);
+    }
+  return fields;
+}
+
+TEST_F(KokkosRuntime, TimingShimForwardsEveryHookAndTimesTheInnerTool) {
+  std::map<std::string, std::string> env = env_;
+  env["KOKKOS_PROFILE_LIBRARY"] = env["KOKKOS_TOOLS_LIBS"] = KP_TIMING_SHIM;
+  env["KP_SHIM_INNER"] = KP_LIBRARY;
+  env["KP_SHIM_OUT"] = (dir_ / "shim.txt").string();
+  const RunResult r = run_app(env, {"8", "2000000"}, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // dooly behind the shim: every kernel, region and section with its exact calls.
+  std::ifstream in(dir_ / "run.json");
+  ASSERT_TRUE(in.good()) << r.err;
+  const json j = json::parse(in);
+  const json& ch = j.at("channels")[0];
+  for (const auto& [name, calls] : std::map<std::string, int>{
+           {"fill", 1}, {"axpy", 8}, {"dot", 8}, {"prefix", 8}, {"solve", 1}, {"iteration", 8}, {"checkpoint_section", 1}}) {
+    const json* row = region(ch, name);
+    ASSERT_NE(row, nullptr) << name;
+    EXPECT_EQ(row->at("calls"), calls) << name;
+  }
+  // The shim's line, on stderr and in KP_SHIM_OUT: as many kernels as dooly's kernel rows have calls (the
+  // program's 25 and Kokkos's own View initialisations), each a timed begin and end, plus the regions' pushes
+  // and pops and the section's start and stop.
+  uint64_t kernel_calls = 0;
+  for (const json& row : ch.at("regions"))
+    if (row.at("kind") == "for" || row.at("kind") == "reduce" || row.at("kind") == "scan") {
+      kernel_calls += row.at("calls").get<uint64_t>();
+    }
+  EXPECT_GE(kernel_calls, 25u);
+  const auto f = shim_line(slurp(dir_ / "shim.txt"));
+  ASSERT_FALSE(f.empty()) << r.err;
+  EXPECT_EQ(f.at("inner"), fs::path(KP_LIBRARY).filename().string());
+  EXPECT_EQ(std::stoull(f.at("kernels")), kernel_calls);
+  EXPECT_GE(std::stoull(f.at("hook_calls")), kernel_calls * 2 + 9 * 2 + 2);
+  EXPECT_GT(std::stod(f.at("ns_per_kernel")), 0.0);
+  EXPECT_EQ(shim_line(r.err), f);
+
+  // The empty tool: the floor, per timed call; the first 10 kernels left out as a warm-up.
+  env["KP_SHIM_INNER"] = KP_EMPTY_TOOL;
+  env["KP_SHIM_OUT"] = (dir_ / "shim_empty.txt").string();
+  env["KP_SHIM_SKIP_KERNELS"] = "10";
+  const RunResult e = run_app(env, {"8", "2000000"}, dir_);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto fe = shim_line(slurp(dir_ / "shim_empty.txt"));
+  ASSERT_FALSE(fe.empty()) << e.err;
+  EXPECT_EQ(std::stoull(fe.at("kernels")), kernel_calls - 10);
+  EXPECT_EQ(std::stoull(fe.at("hook_calls")), 2 * (kernel_calls - 10));  // the empty tool has kernel hooks only
+  EXPECT_GT(std::stod(fe.at("ns_per_call")), 0.0);
+
+  // No inner tool: one line saying what to set, and the program runs on.
+  env.erase("KP_SHIM_INNER");
+  const RunResult n = run_app(env, {"2", "1000"}, dir_);
+  EXPECT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_NE(n.err.find("kp_timing_shim: set KP_SHIM_INNER"), std::string::npos) << n.err;
+}
+#endif
 
 }  // namespace

@@ -40,11 +40,11 @@ class EventBuffers {
     const bool nested = (flags & flags::nested) != 0;
     if (begin) {
       const uint64_t h = r->head.load(std::memory_order_relaxed);
-      const uint64_t used = h - r->tail.load(std::memory_order_acquire);
-      if ((nested && r->dropped_depth > 0) || used + r->reserved + 2 > capacity_) {
-        if (nested) ++r->dropped_depth;
-        r->dropped.fetch_add(1, std::memory_order_relaxed);
-        return;
+      if (nested && r->dropped_depth > 0) return drop(r, nested);
+      // The tail as last seen: re-read (a cache line the sampler writes) only when the ring looks full.
+      if (h - r->cached_tail + r->reserved + 2 > capacity_) {
+        r->cached_tail = r->tail.load(std::memory_order_acquire);
+        if (h - r->cached_tail + r->reserved + 2 > capacity_) return drop(r, nested);
       }
       ++r->reserved;
       if (!nested) ++r->free_open;
@@ -53,7 +53,7 @@ class EventBuffers {
     }
     if (nested ? r->dropped_depth > 0 : r->free_open == 0) {
       if (nested) --r->dropped_depth;
-      r->dropped.fetch_add(1, std::memory_order_relaxed);
+      count_drop(r);
       return;
     }
     if (!nested) --r->free_open;
@@ -71,20 +71,32 @@ class EventBuffers {
 
  private:
   struct Ring {
-    Ring(size_t capacity, uint32_t index, std::thread::id id) : slots(capacity), thread(index), owner(id) {}
+    Ring(size_t capacity, uint32_t index, std::thread::id id)
+        : slots(capacity), data(slots.data()), thread(index), owner(id) {}
     std::vector<RawEvent> slots;
+    // The producer's cache line: everything a hook reads or writes but the slot itself.
     alignas(64) std::atomic<uint64_t> head{0};
-    alignas(64) std::atomic<uint64_t> tail{0};
-    std::atomic<uint64_t> dropped{0};
-    uint32_t thread;
-    std::thread::id owner;
-    // Written by the producer thread only.
+    RawEvent* data;
+    uint64_t cached_tail = 0;    // the tail as the producer last read it (it only ever grows)
     uint64_t reserved = 0;       // slots held for the ends of accepted begins
     uint32_t dropped_depth = 0;  // open nested windows whose begin was dropped
     uint32_t free_open = 0;      // accepted free (non-nested) begins not yet ended
+    std::atomic<uint64_t> dropped{0};
+    // The consumer's.
+    alignas(64) std::atomic<uint64_t> tail{0};
+    uint32_t thread;
+    std::thread::id owner;
   };
+  // Only the ring's own thread writes `dropped` (others just read it): a plain increment, no locked add.
+  static void count_drop(Ring* r) noexcept {
+    r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  static void drop(Ring* r, bool nested) noexcept {
+    if (nested) ++r->dropped_depth;
+    count_drop(r);
+  }
   void store(Ring* r, uint64_t h, KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
-    r->slots[h & mask_] = RawEvent{ticks(), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
+    r->data[h & mask_] = RawEvent{ticks(), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
                                    static_cast<uint8_t>(flags)};
     r->head.store(h + 1, std::memory_order_release);
   }
