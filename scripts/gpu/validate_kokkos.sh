@@ -10,7 +10,9 @@
 #      the table leads with the trapezoid, the JSON holds both modes) and checks it against the GPU's energy
 #      counter (summarize_kokkos.py demo);
 #      (b) runs kokkos_overhead_bench 5x alternating no tool / empty tool / simple-kernel-timer / dooly and prints
-#      medians, each tool's own cost and dooly's sampler CPU (summarize_kokkos.py overhead);
+#      medians, each tool's own cost and dooly's sampler CPU (summarize_kokkos.py overhead); then 5x each tool
+#      behind bench/kp_timing_shim.cpp, which times the inside of the tool's hooks directly (a fenced launch
+#      varies by ~1 us between runs, more than a tool's own cost: differences of run times cannot resolve it);
 #      (c) writes driver, GPU name and date to $OUT/env.txt.
 # Environment: OUT, WORK (build folders; default build/gpu), JOBS, KOKKOS_ARCH, DEMO_ARGS, OVERHEAD_KERNELS,
 # OVERHEAD_REPS, OVERHEAD_WARMUP, SKIP_BUILD=1 (reuse WORK), SKIP_DEMO=1, SANITY_ONLY=1.
@@ -95,8 +97,10 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     || { tail -30 "$OUT/build-examples.log"; log "examples build FAILED"; exit 1; }
 
   mkdir -p "$WORK/tools"
-  log "tools: empty tool and simple-kernel-timer (g++ -O3 -shared)"
+  log "tools: empty tool, timing shim and simple-kernel-timer (g++ -O3 -shared)"
   g++ -O3 -std=c++17 -shared -fPIC -fvisibility=hidden "$ROOT/bench/kp_empty_tool.cpp" -o "$WORK/tools/libkp_empty_tool.so"
+  g++ -O3 -std=c++17 -shared -fPIC -fvisibility=hidden -I"$ROOT/src" "$ROOT/bench/kp_timing_shim.cpp" \
+    -o "$WORK/tools/libkp_timing_shim.so" -ldl
   if [ -f "$KT_SRC/profiling/simple-kernel-timer/kp_kernel_timer.cpp" ]; then
     skt=$KT_SRC/profiling/simple-kernel-timer
     g++ -O3 -std=c++17 -shared -fPIC -w -I"$skt" -I"$KT_SRC/common/makefile-only" -I"$KT_SRC/profiling/all" \
@@ -176,9 +180,30 @@ for rep in $(seq 1 "$OVERHEAD_REPS"); do
     echo "  rep $rep $tool: $line"
   done
 done
+SHIM=$WORK/tools/libkp_timing_shim.so
+if [ -f "$SHIM" ]; then
+  log "overhead: $OVERHEAD_REPS x {empty, simple-kernel-timer, dooly} behind the timing shim"
+  : > "$OUT/shim.txt"
+  for rep in $(seq 1 "$OVERHEAD_REPS"); do
+    for tool in "${tools[@]}"; do
+      case $tool in
+        none) continue ;;
+        empty) lib=$WORK/tools/libkp_empty_tool.so ;;
+        simple-kernel-timer) lib=$WORK/tools/libkp_kernel_timer.so ;;
+        dooly) lib=$DOOLY_SO ;;
+      esac
+      (cd "$OUT/overhead" && env KOKKOS_TOOLS_LIBS="$SHIM" KP_SHIM_INNER="$lib" KP_SHIM_OUT="$OUT/shim.txt" \
+         KP_SHIM_SKIP_KERNELS="$OVERHEAD_WARMUP" DOOLY_OUTPUT="$OUT/overhead/shim-dooly-$rep" DOOLY_TABLE=0 \
+         "$BENCH" --kernels "$OVERHEAD_KERNELS" --warmup "$OVERHEAD_WARMUP" >/dev/null 2>>"$OUT/overhead/stderr.txt") || true
+      echo "  shim rep $rep $tool: $(tail -1 "$OUT/shim.txt")"
+    done
+  done
+fi
+shim_args=()
+[ -s "$OUT/shim.txt" ] && shim_args=(--shim "$OUT/shim.txt")
 if command -v python3 >/dev/null 2>&1; then
-  python3 "$ROOT/scripts/gpu/summarize_kokkos.py" overhead "$OUT/overhead.tsv" "$OUT"/overhead/dooly-*.json \
-    | tee "$OUT/overhead_summary.txt"
+  python3 "$ROOT/scripts/gpu/summarize_kokkos.py" overhead "$OUT/overhead.tsv" "${shim_args[@]}" \
+    "$OUT"/overhead/dooly-*.json | tee "$OUT/overhead_summary.txt"
 fi
 rm -f "$OUT"/overhead/*.dat  # simple-kernel-timer's own output files
 log "done in $(( $(date +%s) - T0 )) s; results in $OUT"

@@ -61,3 +61,47 @@ def test_lag_robust_reference_recovers_the_busy_energy(repo_root, tmp_path):
     robust_old, _, has_heads_old = mod.lag_robust(mod.parse_reference(old))
     assert not has_heads_old
     assert abs(robust_old["alone:stream"] - (380.0 * 4 - lag * (380.0 - 125.0))) < 1e-6
+
+
+def test_shim_own_costs_subtract_the_empty_tools_floor_per_call(repo_root, tmp_path):
+    mod = _load(repo_root)
+    shim = tmp_path / "shim.txt"
+    # Floor 20 ns per timed call (empty tool: 2 calls per kernel). dooly: 2 calls per kernel, 50 ns each -> own
+    # 2 x (50 - 20) = 60 ns per kernel; simple-kernel-timer 2 x 80 -> own 120; a tool with fence hooks: 8 calls
+    # per kernel at 25 ns -> own 8 x 5 = 40.
+    lines = []
+    for floor in (19.0, 20.0, 21.0):
+        lines.append(f"kp_timing_shim inner=libkp_empty_tool.so kernels=1000 hook_calls=2000 hook_ns={2000 * floor:.0f} "
+                     f"ns_per_kernel={2 * floor:.2f} ns_per_call={floor:.3f}\n")
+    lines.append("kp_timing_shim inner=libkp_gpu_energy.so kernels=1000 hook_calls=2000 hook_ns=100000 "
+                 "ns_per_kernel=100.00 ns_per_call=50.000\n")
+    lines.append("kp_timing_shim inner=libkp_kernel_timer.so kernels=1000 hook_calls=2000 hook_ns=160000 "
+                 "ns_per_kernel=160.00 ns_per_call=80.000\n")
+    lines.append("kp_timing_shim inner=libfenced.so kernels=1000 hook_calls=8000 hook_ns=200000 "
+                 "ns_per_kernel=200.00 ns_per_call=25.000\n")
+    lines.append("unrelated line\n")
+    shim.write_text("".join(lines))
+    own, floor = mod.shim_own_costs(str(shim))
+    assert floor == 20.0
+    assert own["libkp_gpu_energy.so"] == [60.0]
+    assert own["libkp_kernel_timer.so"] == [120.0]
+    assert own["libfenced.so"] == [40.0]
+
+
+def test_overhead_summary_prints_the_shim_ratio_and_the_sampler_poll_share(repo_root, tmp_path, capsys):
+    import json
+    mod = _load(repo_root)
+    tsv = tmp_path / "overhead.tsv"
+    tsv.write_text("rep tool ns_per_kernel\n1 none 100\n1 empty 110\n1 simple-kernel-timer 130\n1 dooly 118\n")
+    shim = tmp_path / "shim.txt"
+    shim.write_text("kp_timing_shim inner=libkp_empty_tool.so kernels=10 hook_calls=20 hook_ns=400 ns_per_kernel=40 ns_per_call=20\n"
+                    "kp_timing_shim inner=libkp_gpu_energy.so kernels=10 hook_calls=20 hook_ns=700 ns_per_kernel=70 ns_per_call=35\n"
+                    "kp_timing_shim inner=libkp_kernel_timer.so kernels=10 hook_calls=20 hook_ns=1000 ns_per_kernel=100 ns_per_call=50\n")
+    report = tmp_path / "dooly-1.json"
+    report.write_text(json.dumps({"meta": {"sampler_cpu_s": "0.02", "sampler_poll_cpu_s": "0.005"},
+                                  "channels": [{"run_time_s": 4.0}]}))
+    mod.overhead(str(tsv), [str(report)], str(shim))
+    out = capsys.readouterr().out
+    assert "own cost ratio dooly / simple-kernel-timer (run times) = 0.400" in out
+    assert "own cost ratio dooly / simple-kernel-timer (shim) = 0.500 (goal <= 0.5: PASS)" in out
+    assert "median 0.500% of one core over 1 runs (polling the power source: median 0.125%)" in out
