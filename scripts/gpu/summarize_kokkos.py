@@ -188,8 +188,10 @@ def demo(stdout_path, json_path):
 
 
 def shim_own_costs(shim_path):
-    """Own ns per kernel per inner tool from kp_timing_shim lines: (hook_ns - hook_calls x floor) / kernels,
-    floor = the median ns_per_call measured around the empty tool. Returns ({tool: [own per run]}, floor)."""
+    """Own ns per kernel per inner tool from kp_timing_shim lines. A line that carries own_ns_per_kernel (the
+    shim timed an empty call before each hook call: the floor of that very run) gives it directly; an older
+    line without it gets (hook_ns - hook_calls x floor) / kernels, floor = the median ns_per_call of the runs
+    around the empty tool. Returns ({tool: [own per run]}, that floor or None)."""
     runs = {}
     for line in open(shim_path):
         if not line.startswith("kp_timing_shim "):
@@ -197,13 +199,16 @@ def shim_own_costs(shim_path):
         f = dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
         runs.setdefault(f["inner"], []).append(f)
     empty = [float(f["ns_per_call"]) for name, fs in runs.items() if "empty" in name for f in fs]
-    if not empty:
-        return {}, None
-    floor = statistics.median(empty)
+    floor = statistics.median(empty) if empty else None
     own = {}
     for name, fs in runs.items():
-        own[name] = [(float(f["hook_ns"]) - int(f["hook_calls"]) * floor) / int(f["kernels"])
-                     for f in fs if int(f["kernels"]) > 0]
+        for f in fs:
+            if int(f["kernels"]) <= 0:
+                continue
+            if "own_ns_per_kernel" in f:
+                own.setdefault(name, []).append(float(f["own_ns_per_kernel"]))
+            elif floor is not None:
+                own.setdefault(name, []).append((float(f["hook_ns"]) - int(f["hook_calls"]) * floor) / int(f["kernels"]))
     return own, floor
 
 
@@ -228,10 +233,11 @@ def overhead(tsv_path, reports, shim_path=None):
               f"(goal <= 0.5: {'PASS' if ratio <= 0.5 else 'FAIL'})")
     if shim_path:
         own, floor = shim_own_costs(shim_path)
-        if floor is None:
-            print("shim: no run around the empty tool: no floor, no own costs")
+        if not own:
+            print("shim: no own costs (no run carried its own floor, and none ran around the empty tool)")
         else:
-            print(f"shim (time inside each tool's hooks; floor {floor:.2f} ns per timed call, from the empty tool):")
+            where = f"empty tool: {floor:.2f} ns per timed call" if floor is not None else "no empty-tool run"
+            print(f"shim (time inside each tool's hooks minus the same run's floor; {where}):")
             for name, v in sorted(own.items()):
                 print(f"  {name:<28} own ns/kernel median {statistics.median(v):8.2f}   runs " +
                       " ".join(f"{x:.2f}" for x in v))

@@ -88,6 +88,22 @@ def test_shim_own_costs_subtract_the_empty_tools_floor_per_call(repo_root, tmp_p
     assert own["libfenced.so"] == [40.0]
 
 
+def test_shim_lines_with_their_own_floor_are_taken_as_they_are(repo_root, tmp_path):
+    mod = _load(repo_root)
+    shim = tmp_path / "shim.txt"
+    shim.write_text(
+        "kp_timing_shim inner=libkp_empty_tool.so kernels=100 hook_calls=200 hook_ns=9000 ns_per_kernel=90.00 "
+        "ns_per_call=45.000 floor_ns=8900 own_ns=100 own_ns_per_kernel=1.00\n"
+        "kp_timing_shim inner=libkp_gpu_energy.so kernels=100 hook_calls=1400 hook_ns=70000 ns_per_kernel=700.00 "
+        "ns_per_call=50.000 floor_ns=63000 own_ns=7000 own_ns_per_kernel=70.00\n"
+        "kp_timing_shim inner=libkp_gpu_energy.so kernels=100 hook_calls=1400 hook_ns=80000 ns_per_kernel=800.00 "
+        "ns_per_call=57.143 floor_ns=72000 own_ns=8000 own_ns_per_kernel=80.00\n")
+    own, floor = mod.shim_own_costs(str(shim))
+    assert own["libkp_gpu_energy.so"] == [70.0, 80.0]  # not 700 - 14 x 45
+    assert own["libkp_empty_tool.so"] == [1.0]
+    assert floor == 45.0
+
+
 def test_overhead_summary_prints_the_shim_ratio_and_the_sampler_poll_share(repo_root, tmp_path, capsys):
     import json
     mod = _load(repo_root)

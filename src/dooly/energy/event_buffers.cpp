@@ -33,12 +33,14 @@ EventBuffers::Ring* EventBuffers::register_thread() noexcept {
 
 void EventBuffers::drain(std::vector<Drained>& out) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& r : rings_) {
-    const uint64_t t = r->tail.load(std::memory_order_relaxed);
-    const uint64_t h = r->head.load(std::memory_order_acquire);
-    for (uint64_t i = t; i < h; ++i) out.push_back({r->thread, r->slots[i & mask_]});
-    r->tail.store(h, std::memory_order_release);
-  }
+  for (auto& r : rings_) take(*r, out);
+}
+
+void EventBuffers::take(Ring& r, std::vector<Drained>& out) {
+  const uint64_t t = r.tail.load(std::memory_order_relaxed);
+  const uint64_t h = r.head.load(std::memory_order_acquire);
+  for (uint64_t i = t; i < h; ++i) out.push_back({r.thread, r.data[i & mask_]});
+  r.tail.store(h, std::memory_order_release);
 }
 
 uint64_t EventBuffers::dropped() const noexcept {

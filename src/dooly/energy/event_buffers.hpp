@@ -2,6 +2,7 @@
 // Where the hooks put their events: one bounded single-producer/single-consumer ring per host thread, so a
 // hook takes no lock and shares no cache line with other threads. The sampler thread drains every ring at each
 // tick. A full ring drops the event and counts it (memory stays bounded inside the host program).
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -67,6 +68,36 @@ class EventBuffers {
   };
   // Consumer (one thread): appends every published event, each thread's in order.
   void drain(std::vector<Drained>& out);
+  // Consumer: hands every published event to sink(thread, event) in time order (ticks; ties keep each thread's
+  // order). When only one thread published since the last drain (the usual case) the events go straight from
+  // its ring to the sink, without a copy or a sort; else they are gathered in `scratch` and merged.
+  template <typename Sink>
+  void drain_in_order(std::vector<Drained>& scratch, Sink&& sink) {
+    {  // The rings live as long as the buffers: take the list under the lock, read them without it.
+      std::lock_guard<std::mutex> lock(mu_);
+      consumer_rings_.clear();
+      for (auto& r : rings_) consumer_rings_.push_back(r.get());
+    }
+    Ring* only = nullptr;
+    size_t with_events = 0;
+    for (Ring* r : consumer_rings_)
+      if (r->head.load(std::memory_order_acquire) != r->tail.load(std::memory_order_relaxed)) {
+        only = r;
+        ++with_events;
+      }
+    if (with_events == 1) {
+      const uint64_t t = only->tail.load(std::memory_order_relaxed);
+      const uint64_t h = only->head.load(std::memory_order_acquire);
+      for (uint64_t i = t; i < h; ++i) sink(only->thread, only->data[i & mask_]);
+      only->tail.store(h, std::memory_order_release);
+      return;
+    }
+    scratch.clear();
+    for (Ring* r : consumer_rings_) take(*r, scratch);
+    auto by_ticks = [](const Drained& a, const Drained& b) { return a.event.ticks < b.event.ticks; };
+    if (!std::is_sorted(scratch.begin(), scratch.end(), by_ticks)) std::stable_sort(scratch.begin(), scratch.end(), by_ticks);
+    for (const Drained& d : scratch) sink(d.thread, d.event);
+  }
   uint64_t dropped() const noexcept;
 
  private:
@@ -119,12 +150,14 @@ class EventBuffers {
     return l.ring;
   }
   Ring* register_thread() noexcept;
+  void take(Ring& r, std::vector<Drained>& out);  // consumer: appends r's published events, frees their slots
 
   const size_t capacity_;
   const uint64_t mask_;
   const uint64_t generation_;  // unique per instance: a new buffer at a reused address is not mistaken
   mutable std::mutex mu_;      // guards rings_ (registration and drain)
   std::vector<std::unique_ptr<Ring>> rings_;
+  std::vector<Ring*> consumer_rings_;  // the consumer's copy of the list
 };
 
 }  // namespace dooly::energy

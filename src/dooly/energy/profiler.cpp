@@ -150,24 +150,15 @@ void Profiler::tick(int64_t) noexcept {
     converter_.calibrate();
     const int64_t complete_ns = converter_.to_ns(ticks());
     attributor_->expect_events(complete_ns);
-    drained_.clear();
-    buffers_.drain(drained_);
-    // Each thread's events are in order; merge the threads by time (nothing to do for one thread).
-    auto by_ticks = [](const EventBuffers::Drained& a, const EventBuffers::Drained& b) {
-      return a.event.ticks < b.event.ticks;
-    };
-    if (!std::is_sorted(drained_.begin(), drained_.end(), by_ticks))
-      std::stable_sort(drained_.begin(), drained_.end(), by_ticks);
-    for (const auto& d : drained_) {
-      const Event e{converter_.to_ns(d.event.ticks), d.event.key, d.thread, d.event.device, d.event.begin != 0,
-                    d.event.flags};
+    buffers_.drain_in_order(drained_, [&](uint32_t thread, const RawEvent& raw) {
+      const Event e{converter_.to_ns(raw.ticks), raw.key, thread, raw.device, raw.begin != 0, raw.flags};
       attributor_->add_event(e);
       if (recorder_)
         record_safely([&] {
           record_key(e.key);
           recorder_->write_event(power::RecordedEvent{e.t_ns, e.key, e.thread, e.device, e.begin, e.flags});
         });
-    }
+    });
     attributor_->advance(complete_ns);
   } catch (const std::exception& ex) {
     log::error("sampler tick failed: {}", ex.what());

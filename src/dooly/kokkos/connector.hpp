@@ -72,7 +72,8 @@ class Connector {
   void disable(const std::string& why) noexcept;
   energy::KeyId key_for(const char* name, energy::Kind kind);
   struct LabelCache;
-  std::vector<std::unique_ptr<LabelCache>> label_caches_;  // one per thread that launched kernels
+  LabelCache& thread_cache();  // this thread's label cache and fence count (created on first use)
+  std::vector<std::unique_ptr<LabelCache>> label_caches_;  // one per thread that called a hook
   void write_outputs() noexcept;
 
   ProfilerFactory factory_;
@@ -83,7 +84,6 @@ class Connector {
   std::vector<std::pair<energy::KeyId, bool>> sections_;  // id -> key, alive
   std::unordered_map<std::string, uint64_t> event_counts_;
   std::unordered_map<std::string, int64_t> space_bytes_, space_peak_;
-  std::atomic<uint64_t> fences_seen_{0};  // Kokkos 4 calls the fence hooks ~6 times per kernel: no lock
   uint64_t generation_ = 0;               // tells this connector's per-thread label cache from another's
   energy::Report report_;
   std::string table_;
