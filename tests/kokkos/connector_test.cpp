@@ -300,9 +300,40 @@ TEST_F(ConnectorTest, SectionsMayOverlapAndBadIdsAreIgnored) {
   EXPECT_EQ(find_row(g0, "ignored"), nullptr);
 }
 
-TEST_F(ConnectorTest, FencesAreCountedAndGetRowsOnlyWhenAskedFor) {
+TEST_F(ConnectorTest, FenceHooksAreSwitchedOffUnlessFencesGetRows) {
+  // Where the Kokkos runtime can take the fence hooks out (the usual case), the connector asks it to at init,
+  // once, and says in the meta that fences were not counted; with DOOLY_FENCES=1 it leaves them in.
+  int removals = 0;
+  auto remover = [&removals] {
+    ++removals;
+    return true;
+  };
   {
-    Connector c(factory());
+    Connector c(factory(), remover);
+    c.init(0, 0);
+    EXPECT_EQ(removals, 1);
+    c.finalize();
+    ASSERT_TRUE(meta(c.last_report(), "kokkos.fences"));
+    EXPECT_NE(meta(c.last_report(), "kokkos.fences")->find("not counted"), std::string::npos);
+  }
+  setenv("DOOLY_FENCES", "1", 1);
+  {
+    Connector c(factory(), remover);
+    c.init(0, 0);
+    uint64_t h = 0;
+    c.begin_fence("my fence", dev_id(DeviceType::cuda, 0), &h);
+    c.end_fence(h);
+    c.finalize();
+    EXPECT_EQ(removals, 1);  // not asked again
+    EXPECT_EQ(meta(c.last_report(), "kokkos.fences"), "1");
+  }
+}
+
+TEST_F(ConnectorTest, FencesAreCountedAndGetRowsOnlyWhenAskedFor) {
+  // A Kokkos that cannot take the fence hooks out keeps calling them: they are counted.
+  auto cannot_remove = [] { return false; };
+  {
+    Connector c(factory(), cannot_remove);
     c.init(0, 0);
     for (int i = 0; i < 3; ++i) {
       uint64_t h = 99;
@@ -316,7 +347,7 @@ TEST_F(ConnectorTest, FencesAreCountedAndGetRowsOnlyWhenAskedFor) {
   }
   setenv("DOOLY_FENCES", "1", 1);
   {
-    Connector c(factory());
+    Connector c(factory(), cannot_remove);
     c.init(0, 0);
     for (int i = 0; i < 2; ++i) {
       uint64_t h = 0;

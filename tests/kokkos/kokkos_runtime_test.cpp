@@ -172,13 +172,27 @@ TEST_F(KokkosRuntime, ConnectorReportsEveryKernelRegionSectionAndCopyWithExactCa
   const json& meta = j.at("meta");
   EXPECT_EQ(meta.at("kokkos.problem_size"), "2000000");
   EXPECT_EQ(meta.at("kokkos.event.checkpoint"), "1");
-  // Kokkos 4 reports every Kokkos::fence() to the tool; 3.4 does not call the fence hooks for them.
-  EXPECT_GE(std::stoll(meta.at("kokkos.fences").get<std::string>()), KOKKOS_APP_MAJOR >= 4 ? 8 : 0);
+  // The real runtime exports Tools::Experimental::set_{begin,end}_fence_callback: the connector switched its
+  // fence hooks off at init (fences get no rows by default).
+  EXPECT_NE(meta.at("kokkos.fences").get<std::string>().find("not counted"), std::string::npos) << meta;
   EXPECT_GE(std::stoll(meta.at("kokkos.peak_bytes.Host").get<std::string>()), 4 * 2000000 * 8);
   EXPECT_TRUE(meta.contains("sampler_cpu_s"));
 
   // The recording's energy counter brackets the run: conservation is reported against it.
   EXPECT_FALSE(ch.at("conservation").at("counter_delta_j").is_null());
+}
+
+TEST_F(KokkosRuntime, WithFenceRowsTheFenceHooksStayAndCount) {
+  std::map<std::string, std::string> env = env_;
+  env["DOOLY_FENCES"] = "1";
+  const RunResult r = run_app(env, {"8", "2000000"}, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::ifstream in(dir_ / "run.json");
+  ASSERT_TRUE(in.good()) << r.err;
+  const json j = json::parse(in);
+  // Kokkos 4 reports every Kokkos::fence() to the tool; 3.4 does not call the fence hooks for them.
+  EXPECT_GE(std::stoll(j.at("meta").at("kokkos.fences").get<std::string>()), KOKKOS_APP_MAJOR >= 4 ? 8 : 0);
+  EXPECT_NE(region(j.at("channels")[0], "axpy"), nullptr);
 }
 
 TEST_F(KokkosRuntime, MalformedPeriodPrintsOneLineAndTheProgramRunsOn) {

@@ -240,12 +240,12 @@ void Attributor::process_event(const Event& ev) {
     for (size_t c = 0; c < state_.size(); ++c) state_[c].run_e0 = e[c];
     return;
   }
-  if (ev.key >= kinds_.size()) {
-    kinds_.resize(ev.key + 1, Kind::other);
-    for (KeyId k = 0; k <= ev.key; ++k) kinds_[k] = keys_.info(k).kind;
-  }
-  const Kind kind = kinds_[ev.key];
   if (!(ev.flags & flags::nested)) {
+    if (ev.key >= kinds_.size()) {
+      kinds_.resize(ev.key + 1, Kind::other);
+      for (KeyId k = 0; k <= ev.key; ++k) kinds_[k] = keys_.info(k).kind;
+    }
+    const Kind kind = kinds_[ev.key];
     auto& opens = free_open_[ev.key];
     if (ev.begin) {
       opens.push_back(Open{ev.key, ev.device, ev.t_ns, ev.t_ns, e, {}});

@@ -1,5 +1,7 @@
 #include "dooly/kokkos/connector.hpp"
 
+#include <dlfcn.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,7 +61,7 @@ constexpr Setting kSettings[] = {
     {"TABLE", "1|0 print the table at the end (default 1)"},
     {"TABLE_FILE", "write the table to this file instead of stdout"},
     {"RECORD", "write every reading and window to this file for `dooly analyze`"},
-    {"FENCES", "1 = give fences their own rows (default: counted only)"},
+    {"FENCES", "1 = give fences their own rows (default: Kokkos is asked to stop calling the fence hooks)"},
     {"SENSOR_WINDOW_MS", "the sensor's effective averaging window (model mode)"},
     {"SENSOR_DELAY_MS", "the sensor's lag (model mode)"},
     {"NVML_MODE", "samples|instant|average (default: the best the GPU supports)"},
@@ -115,7 +117,27 @@ void ConnectorSettings::apply_args(const std::vector<std::string>& args) {
   *this = from_env();
 }
 
-Connector::Connector(ProfilerFactory factory) : factory_(std::move(factory)) {
+namespace {
+// Kokkos 3.x and 4.x export these from their core library (C++ names: Kokkos::Tools::Experimental::
+// set_begin_fence_callback / set_end_fence_callback). Called during init they take the tool's fence hooks out of
+// Kokkos's callback table; a program whose Kokkos does not export them keeps calling the hooks, which count.
+bool remove_kokkos_fence_hooks() noexcept {
+  using SetBegin = void (*)(void (*)(const char*, uint32_t, uint64_t*));
+  using SetEnd = void (*)(void (*)(uint64_t));
+  auto set_begin = reinterpret_cast<SetBegin>(
+      dlsym(RTLD_DEFAULT, "_ZN6Kokkos5Tools12Experimental24set_begin_fence_callbackEPFvPKcjPmE"));
+  auto set_end =
+      reinterpret_cast<SetEnd>(dlsym(RTLD_DEFAULT, "_ZN6Kokkos5Tools12Experimental22set_end_fence_callbackEPFvmE"));
+  if (!set_begin || !set_end) return false;
+  set_begin(nullptr);
+  set_end(nullptr);
+  return true;
+}
+}  // namespace
+
+Connector::Connector(ProfilerFactory factory, FenceHookRemover remove_fence_hooks)
+    : factory_(std::move(factory)), remove_fence_hooks_(std::move(remove_fence_hooks)) {
+  if (!remove_fence_hooks_) remove_fence_hooks_ = remove_kokkos_fence_hooks;
   if (!factory_) {
     factory_ = [](const energy::ProfilerOptions& o) {
       static const power::Registry registry = power::make_default_registry();
@@ -171,6 +193,9 @@ void Connector::init(int, uint64_t) noexcept {
     log::info("measuring {} through {} every {:g} ms", chans, profiler_->backend(),
               static_cast<double>(profiler_->period_ns()) / 1e6);
     profiler_->start();
+    // Kokkos 4 calls the fence hooks ~6 times per kernel; unless fences are to get rows, have it stop (a call
+    // each, for a count nobody asked for, cost more than the kernel hooks themselves on the H200's host).
+    if (!settings_.fences) fence_hooks_removed_ = remove_fence_hooks_();
   } catch (const std::exception& e) {
     disable(e.what());
   }
@@ -385,9 +410,13 @@ void Connector::finalize() noexcept {
     report_ = profiler_->stop();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      uint64_t fences = 0;
-      for (const auto& c : label_caches_) fences += c->fences.load(std::memory_order_relaxed);
-      report_.meta.emplace_back("kokkos.fences", std::to_string(fences));
+      if (fence_hooks_removed_) {
+        report_.meta.emplace_back("kokkos.fences", "not counted (fence hooks off; DOOLY_FENCES=1 gives fences rows)");
+      } else {
+        uint64_t fences = 0;
+        for (const auto& c : label_caches_) fences += c->fences.load(std::memory_order_relaxed);
+        report_.meta.emplace_back("kokkos.fences", std::to_string(fences));
+      }
       for (const auto& [name, n] : event_counts_) report_.meta.emplace_back("kokkos.event." + name, std::to_string(n));
       for (const auto& [space, peak] : space_peak_)
         report_.meta.emplace_back("kokkos.peak_bytes." + space, std::to_string(peak));

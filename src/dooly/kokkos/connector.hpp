@@ -19,7 +19,7 @@ struct ConnectorSettings {
   energy::ProfilerOptions profiler;
   std::string output_prefix;  // DOOLY_OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
   bool table = true;          // DOOLY_TABLE: print the table at finalize
-  bool fences = false;        // DOOLY_FENCES: give fences their own rows (off: they are counted only)
+  bool fences = false;        // DOOLY_FENCES: give fences their own rows (off: their hooks are switched off)
   std::string table_path;     // DOOLY_TABLE_FILE: write the table there instead of stdout
 
   static ConnectorSettings from_env();  // throws InputError
@@ -31,7 +31,10 @@ struct ConnectorSettings {
 class Connector {
  public:
   using ProfilerFactory = std::function<std::unique_ptr<energy::Profiler>(const energy::ProfilerOptions&)>;
-  explicit Connector(ProfilerFactory factory = {});
+  // Asks the Kokkos runtime to stop calling the tool's fence hooks; true when it could. Default: Kokkos's own
+  // Tools::Experimental::set_{begin,end}_fence_callback(nullptr), looked up in the running program.
+  using FenceHookRemover = std::function<bool()>;
+  explicit Connector(ProfilerFactory factory = {}, FenceHookRemover remove_fence_hooks = {});
   ~Connector();
 
   void parse_args(int argc, char** argv) noexcept;
@@ -77,6 +80,8 @@ class Connector {
   void write_outputs() noexcept;
 
   ProfilerFactory factory_;
+  FenceHookRemover remove_fence_hooks_;
+  bool fence_hooks_removed_ = false;  // Kokkos no longer calls begin/end_fence: fences are not counted
   ConnectorSettings settings_;
   bool settings_ok_ = true;
   std::unique_ptr<energy::Profiler> profiler_;
