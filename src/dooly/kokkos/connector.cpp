@@ -1,7 +1,5 @@
 #include "dooly/kokkos/connector.hpp"
 
-#include <dlfcn.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
 #include "dooly/energy/report_writers.hpp"
+#include "dooly/kokkos/program_symbols.hpp"
 #include "dooly/power/registry.hpp"
 
 namespace dooly::kokkos {
@@ -61,7 +60,7 @@ constexpr Setting kSettings[] = {
     {"TABLE", "1|0 print the table at the end (default 1)"},
     {"TABLE_FILE", "write the table to this file instead of stdout"},
     {"RECORD", "write every reading and window to this file for `dooly analyze`"},
-    {"FENCES", "1 = give fences their own rows (default: Kokkos is asked to stop calling the fence hooks)"},
+    {"FENCES", "1 = give fences their own rows (default: no rows; Kokkos is asked to stop calling the fence hooks)"},
     {"SENSOR_WINDOW_MS", "the sensor's effective averaging window (model mode)"},
     {"SENSOR_DELAY_MS", "the sensor's lag (model mode)"},
     {"NVML_MODE", "samples|instant|average (default: the best the GPU supports)"},
@@ -83,9 +82,6 @@ struct Connector::LabelCache {
     std::string text;
   };
   std::array<Entry, 64> entries;
-  // Fence hooks seen on this thread (Kokkos 4 calls them ~6 times per kernel). Only this thread writes it: a
-  // plain increment, where one shared atomic counter cost a locked add per fence.
-  std::atomic<uint64_t> fences{0};
 };
 
 ConnectorSettings ConnectorSettings::from_env() {
@@ -118,16 +114,17 @@ void ConnectorSettings::apply_args(const std::vector<std::string>& args) {
 }
 
 namespace {
-// Kokkos 3.x and 4.x export these from their core library (C++ names: Kokkos::Tools::Experimental::
-// set_begin_fence_callback / set_end_fence_callback). Called during init they take the tool's fence hooks out of
-// Kokkos's callback table; a program whose Kokkos does not export them keeps calling the hooks, which count.
+// Kokkos 3.x and 4.x have these in their core library (C++ names: Kokkos::Tools::Experimental::
+// set_begin_fence_callback / set_end_fence_callback): called during init they take the tool's fence hooks out
+// of Kokkos's callback table. Found among the program's exported symbols (shared Kokkos) or in the executable's
+// symbol table (static Kokkos, the CMake default); a stripped executable keeps calling the hooks.
 bool remove_kokkos_fence_hooks() noexcept {
   using SetBegin = void (*)(void (*)(const char*, uint32_t, uint64_t*));
   using SetEnd = void (*)(void (*)(uint64_t));
   auto set_begin = reinterpret_cast<SetBegin>(
-      dlsym(RTLD_DEFAULT, "_ZN6Kokkos5Tools12Experimental24set_begin_fence_callbackEPFvPKcjPmE"));
+      find_program_function("_ZN6Kokkos5Tools12Experimental24set_begin_fence_callbackEPFvPKcjPmE"));
   auto set_end =
-      reinterpret_cast<SetEnd>(dlsym(RTLD_DEFAULT, "_ZN6Kokkos5Tools12Experimental22set_end_fence_callbackEPFvmE"));
+      reinterpret_cast<SetEnd>(find_program_function("_ZN6Kokkos5Tools12Experimental22set_end_fence_callbackEPFvmE"));
   if (!set_begin || !set_end) return false;
   set_begin(nullptr);
   set_end(nullptr);
@@ -331,11 +328,8 @@ void Connector::declare_metadata(const char* key, const char* value) noexcept {
 
 void Connector::begin_fence(const char* name, uint32_t dev_id, uint64_t* handle) noexcept {
   if (handle) *handle = 0;
-  if (!profiler_) return;
+  if (!settings_.fences || !profiler_ || !name) return;  // no rows wanted: nothing to do, nothing touched
   try {
-    std::atomic<uint64_t>& fences = thread_cache().fences;
-    fences.store(fences.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (!settings_.fences || !name) return;
     const int32_t device = gpu_ordinal(dev_id);
     const energy::KeyId key = profiler_->key(name, Kind::fence);
     profiler_->begin(key, device);
@@ -410,13 +404,10 @@ void Connector::finalize() noexcept {
     report_ = profiler_->stop();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (fence_hooks_removed_) {
-        report_.meta.emplace_back("kokkos.fences", "not counted (fence hooks off; DOOLY_FENCES=1 gives fences rows)");
-      } else {
-        uint64_t fences = 0;
-        for (const auto& c : label_caches_) fences += c->fences.load(std::memory_order_relaxed);
-        report_.meta.emplace_back("kokkos.fences", std::to_string(fences));
-      }
+      report_.meta.emplace_back("kokkos.fence_hooks", settings_.fences        ? "rows (DOOLY_FENCES=1)"
+                                                       : fence_hooks_removed_ ? "removed at init"
+                                                                              : "called and ignored (this Kokkos "
+                                                                                "does not let a tool remove them)");
       for (const auto& [name, n] : event_counts_) report_.meta.emplace_back("kokkos.event." + name, std::to_string(n));
       for (const auto& [space, peak] : space_peak_)
         report_.meta.emplace_back("kokkos.peak_bytes." + space, std::to_string(peak));

@@ -19,7 +19,7 @@ struct ConnectorSettings {
   energy::ProfilerOptions profiler;
   std::string output_prefix;  // DOOLY_OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
   bool table = true;          // DOOLY_TABLE: print the table at finalize
-  bool fences = false;        // DOOLY_FENCES: give fences their own rows (off: their hooks are switched off)
+  bool fences = false;        // DOOLY_FENCES: give fences their own rows (off: no rows, hooks removed if possible)
   std::string table_path;     // DOOLY_TABLE_FILE: write the table there instead of stdout
 
   static ConnectorSettings from_env();  // throws InputError
@@ -75,13 +75,13 @@ class Connector {
   void disable(const std::string& why) noexcept;
   energy::KeyId key_for(const char* name, energy::Kind kind);
   struct LabelCache;
-  LabelCache& thread_cache();  // this thread's label cache and fence count (created on first use)
+  LabelCache& thread_cache();  // this thread's label cache (created on first use)
   std::vector<std::unique_ptr<LabelCache>> label_caches_;  // one per thread that called a hook
   void write_outputs() noexcept;
 
   ProfilerFactory factory_;
   FenceHookRemover remove_fence_hooks_;
-  bool fence_hooks_removed_ = false;  // Kokkos no longer calls begin/end_fence: fences are not counted
+  bool fence_hooks_removed_ = false;  // Kokkos no longer calls begin/end_fence
   ConnectorSettings settings_;
   bool settings_ok_ = true;
   std::unique_ptr<energy::Profiler> profiler_;
