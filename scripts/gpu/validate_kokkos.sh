@@ -7,7 +7,7 @@
 #      scripts/gpu/pack_deps.sh where they are installed), the demo and overhead programs (examples/),
 #      kokkos-tools' simple-kernel-timer (third_party_build/kokkos-tools-src) and an empty tool (bench/);
 #   2. (a) runs kokkos_energy_demo under the connector (DOOLY_RECORD=$OUT/demo.recording, DOOLY_OUTPUT=$OUT/demo:
-#      the table leads with the trapezoid, the JSON holds both modes) and checks it against the GPU's energy
+#      the table leads with the model mode, the JSON holds both modes) and checks it against the GPU's energy
 #      counter (summarize_kokkos.py demo);
 #      (b) runs kokkos_overhead_bench 5x alternating no tool / empty tool / simple-kernel-timer / dooly and prints
 #      medians, each tool's own cost and dooly's sampler CPU (summarize_kokkos.py overhead); then 5x each tool

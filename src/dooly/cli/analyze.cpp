@@ -11,7 +11,7 @@ namespace {
 
 struct AnalyzeArgs {
   std::string recording;
-  std::string mode = "trapezoid";
+  std::string mode = "model";
   std::optional<double> baseline_w;
   std::optional<double> window_ms, delay_ms;
   std::string csv, json;

@@ -35,7 +35,7 @@ struct ProfilerOptions {
   std::optional<int64_t> sensor_window_ns;  // DOOLY_SENSOR_WINDOW_MS: override the backend's sensor model
   std::optional<int64_t> sensor_delay_ns;   // DOOLY_SENSOR_DELAY_MS
   AttributorOptions attribution;            // DOOLY_BASELINE_W, DOOLY_MODEL
-  Mode mode = Mode::trapezoid;              // DOOLY_MODE: which mode the table leads with
+  Mode mode = Mode::model;                  // DOOLY_MODE: which mode the table leads with
   std::string record_path;                  // DOOLY_RECORD: write every reading and window for re-analysis
   size_t max_buffered_events = 1u << 18;    // DOOLY_MAX_EVENTS: events per host thread between two sampler ticks
 

@@ -11,7 +11,7 @@ namespace dooly::energy {
 
 struct AnalysisOptions {
   AttributorOptions attribution;
-  Mode mode = Mode::trapezoid;
+  Mode mode = Mode::model;
   std::optional<int64_t> sensor_window_ns;  // override what the recording says about the sensor
   std::optional<int64_t> sensor_delay_ns;
 };

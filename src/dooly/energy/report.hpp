@@ -85,7 +85,7 @@ struct ChannelReport {
 struct Report {
   int version = kReportVersion;
   std::string backend;
-  Mode mode = Mode::trapezoid;  // the mode the table leads with
+  Mode mode = Mode::model;  // the mode the table leads with (trapezoid where the model could not be fitted)
   std::vector<std::pair<std::string, std::string>> meta;
   uint64_t events_dropped = 0;      // hooks that found the bounded event buffer full
   uint64_t unmatched_events = 0;    // ends without a begin (or mis-nested), repaired
