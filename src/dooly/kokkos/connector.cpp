@@ -74,12 +74,22 @@ constexpr Setting kSettings[] = {
 }  // namespace
 
 struct Connector::LabelCache {
-  struct Entry {
+  // One cache line per entry: a hit reads that line and the label itself, nothing else.
+  struct alignas(64) Entry {
     uint64_t generation = 0;
     const char* ptr = nullptr;
-    Kind kind = Kind::other;
     energy::KeyId key = 0;
+    Kind kind = Kind::other;
     std::string text;
+    // Whether `name` is this entry's label: compared inline, byte by byte up to the first difference (never past
+    // the end of either string), which for a kernel label is cheaper than a call into the C library.
+    bool holds(const char* name) const noexcept {
+      const char* t = text.c_str();
+      for (size_t i = 0;; ++i) {
+        if (t[i] != name[i]) return false;
+        if (t[i] == '\0') return true;
+      }
+    }
   };
   std::array<Entry, 64> entries;
 };
@@ -234,8 +244,7 @@ energy::KeyId Connector::key_for(const char* name, Kind kind) {
   // reused for another label.
   LabelCache& cache = thread_cache();
   LabelCache::Entry& e = cache.entries[((reinterpret_cast<uintptr_t>(name) >> 3) ^ static_cast<uintptr_t>(kind)) & 63];
-  if (e.generation == generation_ && e.ptr == name && e.kind == kind && std::strcmp(e.text.c_str(), name) == 0)
-    return e.key;
+  if (e.generation == generation_ && e.ptr == name && e.kind == kind && e.holds(name)) return e.key;
   const energy::KeyId key = profiler_->key(name, kind);
   e.generation = generation_;
   e.ptr = name;
