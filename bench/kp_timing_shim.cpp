@@ -6,8 +6,8 @@
 // At finalize it prints (stderr, and appended to KP_SHIM_OUT when set) one line:
 //   kp_timing_shim inner=<file> kernels=<N> hook_calls=<M> hook_ns=<T> ns_per_kernel=<T/N> ns_per_call=<T/M>
 //                  floor_ns=<F> own_ns=<T-F> own_ns_per_kernel=<(T-F)/N>
-// kernels counts begin_parallel_{for,reduce,scan}; hook_calls every timed hook (kernels, fences, regions,
-// sections, deep copies). KP_SHIM_SKIP_KERNELS=N leaves the first N kernels out of both (a warm-up: a tool's
+// kernels counts begin_parallel_{for,reduce,scan}; hook_calls every timed hook (all but init, finalize,
+// parse_args, print_help and request_tool_settings). KP_SHIM_SKIP_KERNELS=N leaves the first N kernels out of both (a warm-up: a tool's
 // first calls register its thread and labels). Each timed call includes the shim's clock reads: right before
 // it the shim times a call to an empty function the same way, in the same state of caches and clocks, and
 // floor_ns sums those, so own_ns is the tool's own time. (Across runs the floor moves by tens of ns per call
@@ -142,11 +142,11 @@ void (*volatile empty_hook_ptr)() = empty_hook;
 template <typename F, typename... A>
 inline void timed(F fn, A... args) {
   if (!fn) return;
-  if (kernels.load(std::memory_order_relaxed) <= skip_kernels) {  // still warming up
+  if (skip_kernels > 0 && kernels.load(std::memory_order_relaxed) <= skip_kernels) {  // still warming up
     fn(args...);
     return;
   }
-  (void)stamp();  // waits out what the program left in flight, so that the two intervals below start alike
+  (void)stamp();  // a first serialised read, so that the two intervals below start alike
   const uint64_t t0 = stamp();
   empty_hook_ptr();
   const uint64_t t1 = stamp();
@@ -228,26 +228,26 @@ KP_SHIM_EXPORT void kokkosp_end_fence(uint64_t handle) { timed(inner.end_fence, 
 KP_SHIM_EXPORT void kokkosp_push_profile_region(const char* name) { timed(inner.push_region, name); }
 KP_SHIM_EXPORT void kokkosp_pop_profile_region() { timed(inner.pop_region); }
 KP_SHIM_EXPORT void kokkosp_create_profile_section(const char* name, uint32_t* id) {
-  if (inner.create_section) inner.create_section(name, id);
+  timed(inner.create_section, name, id);
 }
 KP_SHIM_EXPORT void kokkosp_start_profile_section(uint32_t id) { timed(inner.start_section, id); }
 KP_SHIM_EXPORT void kokkosp_stop_profile_section(uint32_t id) { timed(inner.stop_section, id); }
 KP_SHIM_EXPORT void kokkosp_destroy_profile_section(uint32_t id) {
-  if (inner.destroy_section) inner.destroy_section(id);
+  timed(inner.destroy_section, id);
 }
 KP_SHIM_EXPORT void kokkosp_profile_event(const char* name) {
-  if (inner.profile_event) inner.profile_event(name);
+  timed(inner.profile_event, name);
 }
 KP_SHIM_EXPORT void kokkosp_declare_metadata(const char* key, const char* value) {
-  if (inner.declare_metadata) inner.declare_metadata(key, value);
+  timed(inner.declare_metadata, key, value);
 }
 KP_SHIM_EXPORT void kokkosp_allocate_data(Kokkos_Profiling_SpaceHandle space, const char* label, const void* ptr,
                                           uint64_t size) {
-  if (inner.allocate) inner.allocate(space, label, ptr, size);
+  timed(inner.allocate, space, label, ptr, size);
 }
 KP_SHIM_EXPORT void kokkosp_deallocate_data(Kokkos_Profiling_SpaceHandle space, const char* label, const void* ptr,
                                             uint64_t size) {
-  if (inner.deallocate) inner.deallocate(space, label, ptr, size);
+  timed(inner.deallocate, space, label, ptr, size);
 }
 KP_SHIM_EXPORT void kokkosp_begin_deep_copy(Kokkos_Profiling_SpaceHandle dst, const char* dst_label, const void* dst_ptr,
                                             Kokkos_Profiling_SpaceHandle src, const char* src_label, const void* src_ptr,

@@ -457,6 +457,48 @@ TEST(Attributor, TrimmingOldSegmentsNeverChangesTheModel) {
   }
 }
 
+TEST(Attributor, AChannelLaggingPastMaxLagKeepsTheSegmentsItsReadingsNeed) {
+  // A sensor whose readings arrive 2.5 s late (more than max_lag_ns = 2 s): events are processed ahead of its
+  // trace. Its readings, when they come, still need the innermost segments of their windows; the model must
+  // see the kernel's 200 W above a 100 W floor, not take the late readings for idle ones.
+  constexpr int64_t kLag = 2500 * kMs;
+  Feed run({gpu(0)});
+  const KeyId k = run.keys.intern("k", Kind::kernel_for);
+  run.attr->begin_run(0);
+  auto busy = [](int64_t t) { return (t / (50 * kMs)) % 2 == 1; };  // 50 ms on, 50 ms off
+  int64_t next_reading = 0, next_edge = 50 * kMs;
+  for (int64_t tick = 100 * kMs; tick <= 12 * kSec; tick += 100 * kMs) {
+    for (; next_reading <= tick - kLag; next_reading += 7 * kMs)
+      run.attr->add_reading({0, next_reading, busy(next_reading) ? 300.0 : 100.0});
+    for (; next_edge <= tick && next_edge < 10 * kSec; next_edge += 50 * kMs)
+      run.attr->add_event({next_edge, k, 0, 0, busy(next_edge), flags::nested});
+    run.attr->advance(tick);
+  }
+  const Report rep = run.attr->finish(12 * kSec);
+  const ChannelReport& c = rep.channels[0];
+  ASSERT_TRUE(c.fit.fitted);
+  EXPECT_NEAR(*row(c, "k").model_power_w, 200.0, 5.0);
+  EXPECT_NEAR(c.fit.intercept_w, 100.0, 5.0);
+  EXPECT_NEAR(c.baseline_w, 100.0, 5.0);
+}
+
+TEST(Attributor, AnEventOlderThanWhatIsProcessedMovesUpInsteadOfReadingTrimmedPower) {
+  // 50 W at 0, then 100 W from 20 ms on. Processing reaches 500 ms (the readings before it are trimmed); a
+  // window whose begin (300 ms) was published late, though after every event added so far, starts at 500 ms.
+  Feed run({gpu(0)});
+  run.attr->begin_run(0);
+  run.attr->add_reading({0, 0, 50.0});
+  run.samples(0, 20 * kMs, kSec, 20 * kMs, [](int64_t) { return 100.0; });
+  run.window("early", 100 * kMs, 110 * kMs, 0);
+  run.attr->advance(500 * kMs);
+  run.window("late", 300 * kMs, 700 * kMs, 0);
+  const Report rep = run.attr->finish(kSec);
+  const RegionRow& late = row(rep.channels[0], "late");
+  EXPECT_EQ(late.extrapolated_windows, 0u);
+  EXPECT_NEAR(late.time_s, 0.2, 1e-12);
+  EXPECT_NEAR(late.energy_j, 100.0 * 0.2, 1e-9);
+}
+
 TEST(Attributor, MemoryStaysBoundedOverALongRun) {
   // An hour-long-equivalent stream fed incrementally: retained readings and segments must not grow with it.
   Feed run({gpu(0)});

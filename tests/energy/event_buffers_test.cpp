@@ -1,6 +1,7 @@
 #include "dooly/energy/event_buffers.hpp"
 
 #include <atomic>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -86,6 +87,19 @@ TEST(EventBuffers, DrainInOrderMergesThreadsByTimeAndPassesOneThreadStraightThro
     for (int i = 0; i < 20; ++i) EXPECT_EQ(keys[i], static_cast<uint32_t>(round * 100 + i));
   }
   EXPECT_EQ(one.dropped(), 0u);
+}
+
+TEST(EventBuffers, ASinkThatThrowsDoesNotGetTheSameEventsTwice) {
+  EventBuffers buffers(64);
+  for (int i = 0; i < 10; ++i) buffers.record(static_cast<KeyId>(i), 0, (i & 1) == 0, 1);
+  std::vector<EventBuffers::Drained> scratch;
+  std::vector<uint32_t> seen;
+  EXPECT_THROW(buffers.drain_in_order(scratch, [&](uint32_t, const RawEvent& e) {
+    if (e.key == 4) throw std::runtime_error("sink failed");
+    seen.push_back(e.key);
+  }), std::runtime_error);
+  buffers.drain_in_order(scratch, [&](uint32_t, const RawEvent& e) { seen.push_back(e.key); });
+  EXPECT_EQ(seen, (std::vector<uint32_t>{0, 1, 2, 3, 5, 6, 7, 8, 9}));  // the failing one is lost, none twice
 }
 
 TEST(EventBuffers, FullRingDropsWholeWindowsAndCounts) {

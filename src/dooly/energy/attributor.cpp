@@ -66,22 +66,23 @@ void Attributor::add_reading(const power::Reading& r) {
 }
 
 void Attributor::add_event(const Event& event) {
-  if (event.t_ns >= last_event_ns_) {
-    last_event_ns_ = event.t_ns;
-    if (event.t_ns > ready_ns_) {
-      pending_.push_back(event);
+  // An event older than what is already processed (its thread was preempted between its clock read and its
+  // store, and processing has moved on, trimming the readings behind it) is moved up to that instant.
+  Event e = event;
+  if (e.t_ns < processed_ns_) e.t_ns = processed_ns_;
+  if (e.t_ns >= last_event_ns_) {
+    last_event_ns_ = e.t_ns;
+    if (e.t_ns > ready_ns_) {
+      pending_.push_back(e);
       return;
     }
     // Covered already: everything pending is older (this event is the newest), so process it all, then this.
-    if (!pending_.empty()) process_until(event.t_ns);
-    process_counter_marks(event.t_ns);
-    process_event(event);
+    if (!pending_.empty()) process_until(e.t_ns);
+    process_counter_marks(e.t_ns);
+    process_event(e);
     return;
   }
-  // Late (its thread was preempted before publishing it): back into time order among the events still
-  // pending; one older than what is already processed is moved up to that instant.
-  Event e = event;
-  if (e.t_ns < processed_ns_) e.t_ns = processed_ns_;
+  // Late among the events still pending: back into time order.
   auto pos = std::upper_bound(pending_.begin(), pending_.end(), e.t_ns,
                               [](int64_t t, const Event& x) { return t < x.t_ns; });
   pending_.insert(pos, e);
@@ -418,11 +419,15 @@ void Attributor::trim(int64_t horizon_ns) {
     if (!s.model_pending.empty()) {
       const auto& r = s.model_pending.front();
       keep_from = std::min(keep_from, r.t_ns - ch.sensor.delay_ns - sensor_window(ch, r));
-    } else {
-      // Readings still to come end after the horizon (they arrive in order, the trace covers the horizon), so
-      // their windows start at most one window before it: keep two, and an update period, of the widest seen.
+    } else if (!s.dead) {
+      // Readings still to come lie after this channel's trace (they arrive in order), so their windows start at
+      // most one window before its end: keep two, and an update period, of the widest seen. The trace's end,
+      // not the horizon: a channel that lags more than max_lag_ns is behind the horizon, and its late readings
+      // still need their segments. A live channel with no reading yet needs everything.
+      const int64_t end = s.trace.empty() ? INT64_MIN : std::min(horizon_ns, s.trace.last_t());
       const int64_t w = std::max({ch.sensor.window_ns, s.widest_window_ns, ch.sensor.update_ns});
-      keep_from = std::min(keep_from, horizon_ns - ch.sensor.delay_ns - 2 * w - ch.sensor.update_ns);
+      const int64_t reach = ch.sensor.delay_ns + 2 * w + ch.sensor.update_ns;
+      keep_from = std::min(keep_from, end < INT64_MIN + reach ? INT64_MIN : end - reach);
     }
   }
   while (!segments_.empty() && segments_.front().t1 < keep_from) segments_.pop_front();

@@ -88,7 +88,13 @@ class EventBuffers {
     if (with_events == 1) {
       const uint64_t t = only->tail.load(std::memory_order_relaxed);
       const uint64_t h = only->head.load(std::memory_order_acquire);
-      for (uint64_t i = t; i < h; ++i) sink(only->thread, only->data[i & mask_]);
+      uint64_t i = t;
+      try {
+        for (; i < h; ++i) sink(only->thread, only->data[i & mask_]);
+      } catch (...) {
+        only->tail.store(i + 1, std::memory_order_release);  // what was handed over (and the failing one) is gone
+        throw;
+      }
       only->tail.store(h, std::memory_order_release);
       return;
     }

@@ -52,7 +52,8 @@ struct Mapped {
   bool holds(uint64_t offset, uint64_t length) const noexcept { return offset <= size && length <= size - offset; }
 };
 
-// st_value of a defined function named `name` in the executable's .symtab, or 0.
+// st_value of a defined function named `name` in the executable's .symtab, or 0. (An executable with more
+// than 65,279 sections, which ELF numbers through an extension, is not searched: 0.)
 uint64_t symtab_value(const Mapped& elf, const char* name) noexcept {
   if (!elf.data || !elf.holds(0, sizeof(Elf64_Ehdr))) return 0;
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(elf.data);
@@ -70,7 +71,9 @@ uint64_t symtab_value(const Mapped& elf, const char* name) noexcept {
     const size_t count = sh[i].sh_size / sizeof(Elf64_Sym);
     for (size_t k = 0; k < count; ++k) {
       const Elf64_Sym& s = syms[k];
-      if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+      if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE ||
+          s.st_value == 0)
+        continue;
       if (s.st_name >= strtab.sh_size || strtab.sh_size - s.st_name <= name_len) continue;
       if (std::memcmp(strs + s.st_name, name, name_len + 1) == 0) return s.st_value;
     }
