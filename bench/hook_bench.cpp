@@ -28,6 +28,18 @@ namespace {
 
 constexpr uint32_t kCudaDevice0 = 2u << 24;  // devID: device type Cuda, device 0, instance 0
 
+// Stops the profiler and reports what its sampler thread cost since t0: share of a core and ns per iteration
+// (one kernel), plus the events the buffers dropped.
+void stop_and_count(benchmark::State& state, dooly::energy::Profiler& p, int64_t t0) {
+  const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
+  const double cpu_s = p.sampler_cpu_s();
+  const dooly::energy::Report rep = p.stop();
+  state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
+  state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
+  state.counters["sampler_ns_per_kernel"] =
+      state.iterations() > 0 ? cpu_s * 1e9 / static_cast<double>(state.iterations()) : 0.0;
+}
+
 // Profiler::begin + end around `work` (nothing, or the paced fake kernel), with the sampler running.
 template <typename Work>
 void profiler_loop(benchmark::State& state, Work work) {
@@ -42,11 +54,7 @@ void profiler_loop(benchmark::State& state, Work work) {
     work();
     p.end(k, 0);
   }
-  const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
-  const double cpu_s = p.sampler_cpu_s();
-  const dooly::energy::Report rep = p.stop();
-  state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
-  state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
+  stop_and_count(state, p, t0);
 }
 
 void profiler_begin_end(benchmark::State& state) {
@@ -168,13 +176,7 @@ void profiler_at_rate(benchmark::State& state) {
     }
     p.end(k, 0);
   }
-  const double wall_s = static_cast<double>(dooly::now_ns() - t0) / 1e9;
-  const double cpu_s = p.sampler_cpu_s();
-  const dooly::energy::Report rep = p.stop();
-  state.counters["events_dropped"] = static_cast<double>(rep.events_dropped);
-  state.counters["sampler_cpu_pct"] = wall_s > 0 ? 100.0 * cpu_s / wall_s : 0.0;
-  state.counters["sampler_ns_per_kernel"] = static_cast<double>(state.iterations()) > 0
-                                                ? cpu_s * 1e9 / static_cast<double>(state.iterations()) : 0.0;
+  stop_and_count(state, p, t0);
 }
 
 // The sampler thread's per-kernel work alone, single-threaded and deterministic (no clock, no thread): one

@@ -42,10 +42,6 @@ class Fifo {
       head_ = 0;
     }
   }
-  // Drops the first n items (n <= size()).
-  void pop_front(size_t n) noexcept {
-    for (; n > 0; --n) pop_front();
-  }
   void clear() noexcept {
     items_.clear();
     head_ = 0;
