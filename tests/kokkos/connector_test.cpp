@@ -599,6 +599,8 @@ TEST_F(ConnectorTest, HelpNamesEverySettingTheArgumentsAccept) {
   for (const char* k : {"POWER_SOURCE", "GPUS", "PERIOD_MS", "MODE", "BASELINE_W", "BASELINE_MS", "OUTPUT", "TABLE",
                         "TABLE_FILE", "RECORD", "FENCES", "SENSOR_WINDOW_MS", "SENSOR_DELAY_MS", "REPLAY_FILE"})
     EXPECT_NE(h.find(k), std::string::npos) << k;
+  // The defaults it states are the ones in force (the mode's once drifted when the default changed).
+  EXPECT_NE(h.find(fmt::format("(default {})", energy::to_string(energy::ProfilerOptions{}.mode))), std::string::npos) << h;
 }
 
 TEST_F(ConnectorTest, HooksFromSeveralThreadsKeepTheirOwnRegionStacks) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +36,6 @@ ThreadState& thread_state(uint64_t generation) {
   return state;
 }
 
-
 std::string default_prefix() {
   char host[256] = "host";
   gethostname(host, sizeof(host) - 1);
@@ -51,8 +51,8 @@ struct Setting {
 constexpr Setting kSettings[] = {
     {"POWER_SOURCE", "nvml|variorum|rapl|replay (default: first available in that order)"},
     {"GPUS", "CUDA ordinals to watch, e.g. 0,1 (default: every visible GPU)"},
-    {"PERIOD_MS", "sampling period (default: 100 for NVML's sample buffer, which returns its backlog; else 20)"},
-    {"MODE", "trapezoid|model: which attribution the table leads with (default trapezoid)"},
+    {"PERIOD_MS", "sampling period (default: 500 for NVML's sample buffer, which returns its backlog; else 20)"},
+    {"MODE", "model|trapezoid: which attribution the table leads with (default model)"},
     {"MODEL", "0 = skip the model fit"},
     {"BASELINE_W", "idle power to subtract (default: measured from quiet readings)"},
     {"BASELINE_MS", "measure the idle baseline for this long at start"},
@@ -200,8 +200,8 @@ void Connector::init(int, uint64_t) noexcept {
     log::info("measuring {} through {} every {:g} ms", chans, profiler_->backend(),
               static_cast<double>(profiler_->period_ns()) / 1e6);
     profiler_->start();
-    // Kokkos 4 calls the fence hooks ~6 times per kernel; unless fences are to get rows, have it stop (a call
-    // each, for a count nobody asked for, cost more than the kernel hooks themselves on the H200's host).
+    // Kokkos 4 calls the fence hooks ~6 times per kernel; unless fences are to get rows, have it stop (on the
+    // H200's host those calls cost more than the kernel hooks themselves).
     if (!settings_.fences) fence_hooks_removed_ = remove_fence_hooks_();
   } catch (const std::exception& e) {
     disable(e.what());

@@ -1,7 +1,6 @@
 #pragma once
 // Kokkos Tools semantics on top of the energy engine. Every hook is noexcept: a failure is logged once and
 // the connector degrades to doing nothing, so the host program always runs on.
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
