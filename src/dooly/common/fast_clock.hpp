@@ -17,12 +17,19 @@ namespace dooly {
 // True when ticks() reads the TSC. Decided once per process (DOOLY_TSC=0 turns it off).
 bool tsc_ticks() noexcept;
 
-inline uint64_t ticks() noexcept {
+// The TSC when `tsc`, else steady ns: for callers that keep tsc_ticks() at hand (the event rings).
+inline uint64_t read_ticks(bool tsc) noexcept {
 #if defined(__x86_64__)
-  static const bool tsc = tsc_ticks();
   if (tsc) return __rdtsc();
+#else
+  (void)tsc;
 #endif
   return static_cast<uint64_t>(now_ns());
+}
+
+inline uint64_t ticks() noexcept {
+  static const bool tsc = tsc_ticks();
+  return read_ticks(tsc);
 }
 
 // Maps ticks to steady ns along the line through the last two calibration pairs (taken by one thread, e.g. at

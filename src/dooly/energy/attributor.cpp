@@ -137,23 +137,20 @@ void Attributor::advance(int64_t events_complete_ns) {
   const int64_t horizon = this->horizon(events_complete_ns);
   ready_ns_ = std::max(ready_ns_, horizon);
   process_until(horizon);
-  while (pending_.size() > options_.max_pending_events) {
-    const Event e = pending_.front();
-    pending_.pop_front();
-    process_counter_marks(e.t_ns);
-    process_event(e);
-  }
+  while (pending_.size() > options_.max_pending_events) process_oldest_pending();
   process_model_samples(processed_ns_, false);
   trim(processed_ns_);
 }
 
+void Attributor::process_oldest_pending() {
+  const Event e = pending_.front();
+  pending_.pop_front();
+  process_counter_marks(e.t_ns);
+  process_event(e);
+}
+
 void Attributor::process_until(int64_t horizon_ns) {
-  while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) {
-    const Event e = pending_.front();
-    pending_.pop_front();
-    process_counter_marks(e.t_ns);
-    process_event(e);
-  }
+  while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) process_oldest_pending();
   process_counter_marks(horizon_ns);
   if (horizon_ns > processed_ns_) processed_ns_ = horizon_ns;
 }

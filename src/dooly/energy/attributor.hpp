@@ -181,6 +181,7 @@ class Attributor {
   // Time the innermost `inner` ran under an open `outer` (the model's inclusive energies).
   int64_t overlap_ns(KeyId outer, KeyId inner) const;
   void process_until(int64_t horizon_ns);
+  void process_oldest_pending();
   void process_event(const Event& e);
   void process_counter_marks(int64_t until_ns) {
     if (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) take_counter_marks(until_ns);

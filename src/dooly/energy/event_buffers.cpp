@@ -31,11 +31,6 @@ EventBuffers::Ring* EventBuffers::register_thread() noexcept {
   }
 }
 
-void EventBuffers::drain(std::vector<Drained>& out) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& r : rings_) take(*r, out);
-}
-
 void EventBuffers::take(Ring& r, std::vector<Drained>& out) {
   const uint64_t t = r.tail.load(std::memory_order_relaxed);
   const uint64_t h = r.head.load(std::memory_order_acquire);

@@ -66,9 +66,7 @@ class EventBuffers {
     uint32_t thread;
     RawEvent event;
   };
-  // Consumer (one thread): appends every published event, each thread's in order.
-  void drain(std::vector<Drained>& out);
-  // Consumer: hands every published event to sink(thread, event) in time order (ticks; ties keep each thread's
+  // Consumer (one thread): hands every published event to sink(thread, event) in time order (ticks; ties keep each thread's
   // order). When only one thread published since the last drain (the usual case) the events go straight from
   // its ring to the sink, without a copy or a sort; else they are gathered in `scratch` and merged.
   template <typename Sink>
@@ -133,7 +131,7 @@ class EventBuffers {
     count_drop(r);
   }
   void store(Ring* r, uint64_t h, KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
-    r->data[h & mask_] = RawEvent{stamp(), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
+    r->data[h & mask_] = RawEvent{read_ticks(tsc_), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
                                    static_cast<uint8_t>(flags)};
     r->head.store(h + 1, std::memory_order_release);
   }
@@ -158,20 +156,11 @@ class EventBuffers {
   Ring* register_thread() noexcept;
   void take(Ring& r, std::vector<Drained>& out);  // consumer: appends r's published events, frees their slots
 
-  // dooly::ticks() without its function-local static (one cache line fewer per hook): the TSC where ticks()
-  // reads it, else steady ns, decided once.
-  uint64_t stamp() const noexcept {
-#if defined(__x86_64__)
-    if (tsc_) return __rdtsc();
-#endif
-    return static_cast<uint64_t>(now_ns());
-  }
-
-  const bool tsc_ = tsc_ticks();
+  const bool tsc_ = tsc_ticks();  // ticks() without its function-local static: one cache line fewer per hook
   const size_t capacity_;
   const uint64_t mask_;
   const uint64_t generation_;  // unique per instance: a new buffer at a reused address is not mistaken
-  mutable std::mutex mu_;      // guards rings_ (registration and drain)
+  mutable std::mutex mu_;      // guards rings_ (registration, and the consumer's copy of the list)
   std::vector<std::unique_ptr<Ring>> rings_;
   std::vector<Ring*> consumer_rings_;  // the consumer's copy of the list
 };

@@ -6,7 +6,6 @@ namespace dooly::energy {
 
 bool PowerTrace::append(int64_t t_ns, double power_w) {
   if (points_.empty() && !trimmed_) {
-    origin_t_ns_ = t_ns;
     first_power_w_ = power_w;
     points_.push_back({t_ns, power_w, 0.0, 0.0});
     return true;

@@ -57,7 +57,6 @@ class PowerTrace {
   mutable size_t cursor_ = 0;  // index of the point the last in-range query found
   bool trimmed_ = false;
   double first_power_w_ = 0.0;  // for extrapolation before the first reading
-  int64_t origin_t_ns_ = 0;
 };
 
 }  // namespace dooly::energy
