@@ -165,14 +165,17 @@ echo "rep tool ns_per_kernel" > "$OUT/overhead.tsv"
 tools=(none empty)
 [ -f "$WORK/tools/libkp_kernel_timer.so" ] && tools+=(simple-kernel-timer)
 tools+=(dooly)
+tool_lib() {  # the Kokkos Tools library of a tool name ("" for none)
+  case $1 in
+    none) echo "" ;;
+    empty) echo "$WORK/tools/libkp_empty_tool.so" ;;
+    simple-kernel-timer) echo "$WORK/tools/libkp_kernel_timer.so" ;;
+    dooly) echo "$DOOLY_SO" ;;
+  esac
+}
 for rep in $(seq 1 "$OVERHEAD_REPS"); do
   for tool in "${tools[@]}"; do
-    case $tool in
-      none) lib="" ;;
-      empty) lib=$WORK/tools/libkp_empty_tool.so ;;
-      simple-kernel-timer) lib=$WORK/tools/libkp_kernel_timer.so ;;
-      dooly) lib=$DOOLY_SO ;;
-    esac
+    lib=$(tool_lib "$tool")
     line=$(cd "$OUT/overhead" && env ${lib:+KOKKOS_TOOLS_LIBS=$lib} DOOLY_OUTPUT="$OUT/overhead/dooly-$rep" DOOLY_TABLE=0 \
              "$BENCH" --kernels "$OVERHEAD_KERNELS" --warmup "$OVERHEAD_WARMUP" 2>>"$OUT/overhead/stderr.txt" | grep "ns_per_kernel=" || true)
     ns=$(echo "$line" | sed -n 's/.*ns_per_kernel=\([0-9.]*\).*/\1/p')
@@ -186,12 +189,8 @@ if [ -f "$SHIM" ]; then
   : > "$OUT/shim.txt"
   for rep in $(seq 1 "$OVERHEAD_REPS"); do
     for tool in "${tools[@]}"; do
-      case $tool in
-        none) continue ;;
-        empty) lib=$WORK/tools/libkp_empty_tool.so ;;
-        simple-kernel-timer) lib=$WORK/tools/libkp_kernel_timer.so ;;
-        dooly) lib=$DOOLY_SO ;;
-      esac
+      [ "$tool" = none ] && continue
+      lib=$(tool_lib "$tool")
       (cd "$OUT/overhead" && env KOKKOS_TOOLS_LIBS="$SHIM" KP_SHIM_INNER="$lib" KP_SHIM_OUT="$OUT/shim.txt" \
          KP_SHIM_SKIP_KERNELS="$OVERHEAD_WARMUP" DOOLY_OUTPUT="$OUT/overhead/shim-dooly-$rep" DOOLY_TABLE=0 \
          "$BENCH" --kernels "$OVERHEAD_KERNELS" --warmup "$OVERHEAD_WARMUP" >/dev/null 2>>"$OUT/overhead/stderr.txt") || true
