@@ -1,18 +1,25 @@
 #pragma once
-// Where the hooks put their events: one bounded single-producer/single-consumer ring per host thread, so a
-// hook takes no lock and shares no cache line with other threads. The sampler thread drains every ring at each
-// tick. A full ring drops the event and counts it (memory stays bounded inside the host program).
+// Where the hooks put their events: one bounded single-producer/single-consumer ring per host thread (with the
+// thread's label memo beside it), so a hook takes no lock and shares no cache line with other threads. The
+// sampler thread drains every ring at each tick. A full ring drops the event and counts it (memory stays
+// bounded inside the host program).
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+
 #include "dooly/common/fast_clock.hpp"
 #include "dooly/energy/event.hpp"
 #include "dooly/energy/key_table.hpp"
+#include "dooly/energy/label_cache.hpp"
 
 namespace dooly::energy {
 
@@ -23,7 +30,19 @@ struct RawEvent {
   uint8_t begin;
   uint8_t flags;
 };
-static_assert(sizeof(RawEvent) == 16);
+static_assert(sizeof(RawEvent) == 16 && offsetof(RawEvent, key) == 8 && offsetof(RawEvent, device) == 12 &&
+              offsetof(RawEvent, begin) == 14 && offsetof(RawEvent, flags) == 15);
+
+// The calling thread's thread pointer (on x86-64 the %fs base, read from the thread control block, a line the
+// C library keeps hot): a thread's identity without a thread-local access. Like std::thread::id it can be
+// reused by a thread started after another has ended.
+inline const void* thread_pointer() noexcept {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+  return __builtin_thread_pointer();
+#else
+  return reinterpret_cast<const void*>(pthread_self());
+#endif
+}
 
 class EventBuffers {
  public:
@@ -31,36 +50,107 @@ class EventBuffers {
   explicit EventBuffers(size_t capacity);
   ~EventBuffers();
 
-  // Hot path (any thread). Never throws, never blocks except on a thread's very first event.
-  // A window is kept whole or dropped whole: an accepted begin reserves the slot of its end, and once a nested
-  // begin is dropped everything nested inside it is dropped too, with its end. (A kept begin whose end was
-  // lost would stay open to the end of the run and be charged all of it.)
-  void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
-    Ring* r = local_ring();
-    if (!r) return;
-    const bool nested = (flags & flags::nested) != 0;
-    if (begin) {
-      const uint64_t h = r->head.load(std::memory_order_relaxed);
-      if (nested && r->dropped_depth > 0) return drop(r, nested);
-      // The tail as last seen: re-read (a cache line the sampler writes) only when the ring looks full.
-      if (h - r->cached_tail + r->reserved + 2 > capacity_) {
-        r->cached_tail = r->tail.load(std::memory_order_acquire);
-        if (h - r->cached_tail + r->reserved + 2 > capacity_) return drop(r, nested);
+  // A host thread's share: its ring of events and its label memo. Only that thread records into it; the
+  // consumer drains it. Everything record() reads or writes but the slot itself sits in one cache line.
+  class Thread {
+   public:
+    // Hot path. Never throws, never blocks.
+    // A window is kept whole or dropped whole: an accepted begin reserves the slot of its end, and once a nested
+    // begin is dropped everything nested inside it is dropped too, with its end. (A kept begin whose end was
+    // lost would stay open to the end of the run and be charged all of it.)
+    void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
+      if (!accepting_.load(std::memory_order_relaxed)) return;
+      const bool nested = (flags & flags::nested) != 0;
+      if (begin) {
+        const uint64_t h = head_.load(std::memory_order_relaxed);
+        if (nested && dropped_depth_ > 0) return drop(nested);
+        // The tail as last seen: re-read (a cache line the consumer writes) only when the ring looks full.
+        if (h - cached_tail_ + reserved_ + 2 > mask_ + 1) {
+          cached_tail_ = tail_.load(std::memory_order_acquire);
+          if (h - cached_tail_ + reserved_ + 2 > mask_ + 1) return drop(nested);
+        }
+        ++reserved_;
+        if (!nested) ++free_open_;
+        store(h, key, device, true, flags);
+        return;
       }
-      ++r->reserved;
-      if (!nested) ++r->free_open;
-      store(r, h, key, device, true, flags);
-      return;
+      if (nested ? dropped_depth_ > 0 : free_open_ == 0) {
+        if (nested) --dropped_depth_;
+        count_drop();
+        return;
+      }
+      if (!nested) --free_open_;
+      if (reserved_ > 0) --reserved_;
+      store(head_.load(std::memory_order_relaxed), key, device, false, flags);
     }
-    if (nested ? r->dropped_depth > 0 : r->free_open == 0) {
-      if (nested) --r->dropped_depth;
-      count_drop(r);
-      return;
+
+    LabelCache labels;  // names this thread's hooks were called with -> keys (the caller fills it)
+
+    Thread(size_t capacity, uint32_t index, std::thread::id owner, bool tsc, bool accepting);
+
+   private:
+    friend class EventBuffers;
+    // Only the owning thread writes `dropped_` (others just read it): a plain increment, no locked add.
+    void count_drop() noexcept { dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+    void drop(bool nested) noexcept {
+      if (nested) ++dropped_depth_;
+      count_drop();
     }
-    if (!nested) --r->free_open;
-    if (r->reserved > 0) --r->reserved;
-    store(r, r->head.load(std::memory_order_relaxed), key, device, false, flags);
+    void store(uint64_t h, KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
+      RawEvent* slot = &data_[h & mask_];
+      slot->ticks = read_ticks(tsc_);
+      if constexpr (std::endian::native == std::endian::little) {
+        // The rest as one 8-byte store of a computed word (field by field, the compiler loads the constant
+        // bytes from .rodata: one more cache line per hook).
+        const uint64_t rest = static_cast<uint64_t>(key) | static_cast<uint64_t>(static_cast<uint16_t>(device)) << 32 |
+                              static_cast<uint64_t>(begin) << 48 | static_cast<uint64_t>(static_cast<uint8_t>(flags)) << 56;
+        std::memcpy(reinterpret_cast<char*>(slot) + offsetof(RawEvent, key), &rest, sizeof(rest));
+      } else {
+        slot->key = key;
+        slot->device = static_cast<int16_t>(device);
+        slot->begin = static_cast<uint8_t>(begin);
+        slot->flags = static_cast<uint8_t>(flags);
+      }
+      head_.store(h + 1, std::memory_order_release);
+    }
+
+    // The producer's cache line.
+    alignas(64) std::atomic<uint64_t> head_{0};
+    RawEvent* data_;
+    uint64_t mask_;
+    uint64_t cached_tail_ = 0;    // the tail as the producer last read it (it only ever grows)
+    uint64_t reserved_ = 0;       // slots held for the ends of accepted begins
+    uint32_t dropped_depth_ = 0;  // open nested windows whose begin was dropped
+    uint32_t free_open_ = 0;      // accepted free (non-nested) begins not yet ended
+    std::atomic<uint64_t> dropped_{0};
+    std::atomic<bool> accepting_;  // EventBuffers::accept
+    const bool tsc_;               // read_ticks(tsc_) == ticks()
+    // The consumer's.
+    alignas(64) std::atomic<uint64_t> tail_{0};
+    const uint32_t index_;
+    const std::thread::id owner_;
+    std::vector<RawEvent> slots_;
+  };
+
+  // The calling thread's share, registered on its first call; nullptr when out of memory (its events are lost).
+  Thread* local() noexcept {
+    if (Thread* t = cached(generation_)) return t;
+    return register_thread();
   }
+  // What local() returns when the calling thread's last call was for the buffers of this generation, else
+  // nullptr: for hooks that keep generation() at hand and so skip reading the buffers object.
+  static Thread* cached(uint64_t generation) noexcept {
+    const LocalThread& l = local_slot();
+    return l.generation == generation ? l.thread : nullptr;
+  }
+  uint64_t generation() const noexcept { return generation_; }
+
+  // Hot path (any thread).
+  void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
+    if (Thread* t = local()) t->record(key, device, begin, flags);
+  }
+  // Whether record() keeps events (all threads, present and future); on at construction.
+  void accept(bool on) noexcept;
 
   struct Drained {
     uint32_t thread;
@@ -71,33 +161,33 @@ class EventBuffers {
   // its ring to the sink, without a copy or a sort; else they are gathered in `scratch` and merged.
   template <typename Sink>
   void drain_in_order(std::vector<Drained>& scratch, Sink&& sink) {
-    {  // The rings live as long as the buffers: take the list under the lock, read them without it.
+    {  // The threads' shares live as long as the buffers: take the list under the lock, read them without it.
       std::lock_guard<std::mutex> lock(mu_);
-      consumer_rings_.clear();
-      for (auto& r : rings_) consumer_rings_.push_back(r.get());
+      consumer_threads_.clear();
+      for (auto& t : threads_) consumer_threads_.push_back(t.get());
     }
-    Ring* only = nullptr;
+    Thread* only = nullptr;
     size_t with_events = 0;
-    for (Ring* r : consumer_rings_)
-      if (r->head.load(std::memory_order_acquire) != r->tail.load(std::memory_order_relaxed)) {
-        only = r;
+    for (Thread* t : consumer_threads_)
+      if (t->head_.load(std::memory_order_acquire) != t->tail_.load(std::memory_order_relaxed)) {
+        only = t;
         ++with_events;
       }
     if (with_events == 1) {
-      const uint64_t t = only->tail.load(std::memory_order_relaxed);
-      const uint64_t h = only->head.load(std::memory_order_acquire);
+      const uint64_t t = only->tail_.load(std::memory_order_relaxed);
+      const uint64_t h = only->head_.load(std::memory_order_acquire);
       uint64_t i = t;
       try {
-        for (; i < h; ++i) sink(only->thread, only->data[i & mask_]);
+        for (; i < h; ++i) sink(only->index_, only->data_[i & mask_]);
       } catch (...) {
-        only->tail.store(i + 1, std::memory_order_release);  // what was handed over (and the failing one) is gone
+        only->tail_.store(i + 1, std::memory_order_release);  // what was handed over (and the failing one) is gone
         throw;
       }
-      only->tail.store(h, std::memory_order_release);
+      only->tail_.store(h, std::memory_order_release);
       return;
     }
     scratch.clear();
-    for (Ring* r : consumer_rings_) take(*r, scratch);
+    for (Thread* t : consumer_threads_) take(*t, scratch);
     auto by_ticks = [](const Drained& a, const Drained& b) { return a.event.ticks < b.event.ticks; };
     if (!std::is_sorted(scratch.begin(), scratch.end(), by_ticks)) std::stable_sort(scratch.begin(), scratch.end(), by_ticks);
     for (const Drained& d : scratch) sink(d.thread, d.event);
@@ -105,64 +195,27 @@ class EventBuffers {
   uint64_t dropped() const noexcept;
 
  private:
-  struct Ring {
-    Ring(size_t capacity, uint32_t index, std::thread::id id)
-        : slots(capacity), data(slots.data()), thread(index), owner(id) {}
-    std::vector<RawEvent> slots;
-    // The producer's cache line: everything a hook reads or writes but the slot itself.
-    alignas(64) std::atomic<uint64_t> head{0};
-    RawEvent* data;
-    uint64_t cached_tail = 0;    // the tail as the producer last read it (it only ever grows)
-    uint64_t reserved = 0;       // slots held for the ends of accepted begins
-    uint32_t dropped_depth = 0;  // open nested windows whose begin was dropped
-    uint32_t free_open = 0;      // accepted free (non-nested) begins not yet ended
-    std::atomic<uint64_t> dropped{0};
-    // The consumer's.
-    alignas(64) std::atomic<uint64_t> tail{0};
-    uint32_t thread;
-    std::thread::id owner;
-  };
-  // Only the ring's own thread writes `dropped` (others just read it): a plain increment, no locked add.
-  static void count_drop(Ring* r) noexcept {
-    r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
-  static void drop(Ring* r, bool nested) noexcept {
-    if (nested) ++r->dropped_depth;
-    count_drop(r);
-  }
-  void store(Ring* r, uint64_t h, KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
-    r->data[h & mask_] = RawEvent{read_ticks(tsc_), key, static_cast<int16_t>(device), static_cast<uint8_t>(begin),
-                                   static_cast<uint8_t>(flags)};
-    r->head.store(h + 1, std::memory_order_release);
-  }
   // One small plain thread-local with the initial-exec model: inside the dlopen'ed connector a general-dynamic
   // thread-local costs a __tls_get_addr call per access, several times the rest of the hook.
-  struct LocalRing {
+  struct LocalThread {
     uint64_t generation;
-    Ring* ring;
+    Thread* thread;
   };
-  static LocalRing& local() noexcept {
-    static thread_local LocalRing slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+  static LocalThread& local_slot() noexcept {
+    static thread_local LocalThread slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
     return slot;
   }
-  Ring* local_ring() noexcept {
-    LocalRing& l = local();
-    if (l.generation != generation_) {
-      l.ring = register_thread();
-      l.generation = generation_;
-    }
-    return l.ring;
-  }
-  Ring* register_thread() noexcept;
-  void take(Ring& r, std::vector<Drained>& out);  // consumer: appends r's published events, frees their slots
+  Thread* register_thread() noexcept;
+  void take(Thread& t, std::vector<Drained>& out);  // consumer: appends t's published events, frees their slots
 
-  const bool tsc_ = tsc_ticks();  // ticks() without its function-local static: one cache line fewer per hook
+  const bool tsc_ = tsc_ticks();
   const size_t capacity_;
   const uint64_t mask_;
   const uint64_t generation_;  // unique per instance: a new buffer at a reused address is not mistaken
-  mutable std::mutex mu_;      // guards rings_ (registration, and the consumer's copy of the list)
-  std::vector<std::unique_ptr<Ring>> rings_;
-  std::vector<Ring*> consumer_rings_;  // the consumer's copy of the list
+  mutable std::mutex mu_;      // guards threads_ and accepting_ (registration, accept, the consumer's copy of the list)
+  bool accepting_ = true;
+  std::vector<std::unique_ptr<Thread>> threads_;
+  std::vector<Thread*> consumer_threads_;  // the consumer's copy of the list
 };
 
 }  // namespace dooly::energy

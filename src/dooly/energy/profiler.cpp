@@ -63,6 +63,7 @@ Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> sess
       session_(std::move(session)),
       backend_(std::move(backend)),
       buffers_(options_.max_buffered_events) {
+  buffers_.accept(false);  // until start()
   channels_ = session_->channels();
   if (!options_.period_given && session_->preferred_poll_period_ns() > 0)
     options_.period_ns = session_->preferred_poll_period_ns();
@@ -172,6 +173,7 @@ void Profiler::start() {
   read_counters();
   attributor_->begin_run(start_ns_);
   running_ = true;
+  buffers_.accept(true);
   sampler_ = std::make_unique<Sampler>(options_.period_ns, [this](int64_t now) { tick(now); });
   sampler_->start();
   if (options_.baseline_measure_ns > 0) {
@@ -186,6 +188,7 @@ void Profiler::start() {
 Report Profiler::stop() {
   if (!running_) return Report{};
   running_ = false;
+  buffers_.accept(false);
   const int64_t t_end = now_ns();
   read_counters();
   // Readings that cover the last windows may arrive a sensor period later: give the sampler that long.

@@ -55,13 +55,16 @@ class Profiler {
   const std::vector<std::string>& skipped_backends() const noexcept { return skipped_; }
 
   KeyId key(std::string_view name, Kind kind) { return keys_.intern(name, kind); }
-  // Hot path: one clock read and one store into this thread's ring; no lock. Never throws.
+  // Hot path: one clock read and one store into this thread's ring; no lock. Never throws. Events are kept
+  // between start() and stop().
   void begin(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept {
-    if (running_.load(std::memory_order_relaxed)) buffers_.record(key, device, true, flags);
+    buffers_.record(key, device, true, flags);
   }
   void end(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept {
-    if (running_.load(std::memory_order_relaxed)) buffers_.record(key, device, false, flags);
+    buffers_.record(key, device, false, flags);
   }
+  // The rings begin() and end() write: for hooks that record through their thread's share directly.
+  EventBuffers& events() noexcept { return buffers_; }
 
   void add_meta(std::string key, std::string value);
   void start();

@@ -73,27 +73,6 @@ constexpr Setting kSettings[] = {
 
 }  // namespace
 
-struct Connector::LabelCache {
-  // One cache line per entry: a hit reads that line and the label itself, nothing else.
-  struct alignas(64) Entry {
-    uint64_t generation = 0;
-    const char* ptr = nullptr;
-    energy::KeyId key = 0;
-    Kind kind = Kind::other;
-    std::string text;
-    // Whether `name` is this entry's label: compared inline, byte by byte up to the first difference (never past
-    // the end of either string), which for a kernel label is cheaper than a call into the C library.
-    bool holds(const char* name) const noexcept {
-      const char* t = text.c_str();
-      for (size_t i = 0;; ++i) {
-        if (t[i] != name[i]) return false;
-        if (t[i] == '\0') return true;
-      }
-    }
-  };
-  std::array<Entry, 64> entries;
-};
-
 ConnectorSettings ConnectorSettings::from_env() {
   ConnectorSettings s;
   s.profiler = energy::ProfilerOptions::from_env();
@@ -163,6 +142,8 @@ Connector::~Connector() { finalize(); }
 
 void Connector::disable(const std::string& why) noexcept {
   log::error("{} -- the program runs on without energy measurement", why);
+  owner_tp_ = nullptr;
+  events_ = nullptr;
   profiler_.reset();
 }
 
@@ -200,6 +181,10 @@ void Connector::init(int, uint64_t) noexcept {
     log::info("measuring {} through {} every {:g} ms", chans, profiler_->backend(),
               static_cast<double>(profiler_->period_ns()) / 1e6);
     profiler_->start();
+    events_generation_ = profiler_->events().generation();
+    events_ = &profiler_->events();
+    owner_thread_ = events_->local();
+    if (owner_thread_) owner_tp_ = energy::thread_pointer();
     // Kokkos 4 calls the fence hooks ~6 times per kernel; unless fences are to get rows, have it stop (on the
     // H200's host those calls cost more than the kernel hooks themselves).
     if (!settings_.fences) fence_hooks_removed_ = remove_fence_hooks_();
@@ -208,55 +193,14 @@ void Connector::init(int, uint64_t) noexcept {
   }
 }
 
-void Connector::begin_kernel(Kind kind, const char* name, uint32_t dev_id, uint64_t* kernel_id) noexcept {
-  if (kernel_id) *kernel_id = 0;
-  if (!profiler_ || !name) return;
+energy::KeyId Connector::learn_label(energy::EventBuffers::Thread& thread, const char* name, Kind kind) noexcept {
   try {
-    const int32_t device = gpu_ordinal(dev_id);
-    const energy::KeyId key = key_for(name, kind);
-    profiler_->begin(key, device);
-    if (kernel_id) *kernel_id = encode(key, device);
+    const energy::KeyId key = profiler_->key(name, kind);
+    thread.labels.store(name, kind, key);
+    return key;
   } catch (...) {
+    return energy::kNoKey;  // out of memory: this launch goes unrecorded, the program runs on
   }
-}
-
-Connector::LabelCache& Connector::thread_cache() {
-  // One plain pointer pair per thread with the initial-exec model (in a dlopen'ed library a general-dynamic
-  // thread-local costs a __tls_get_addr call per access).
-  struct Slot {
-    uint64_t generation;
-    LabelCache* cache;
-  };
-  static thread_local Slot slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
-  if (slot.generation != generation_) {
-    auto owned = std::make_unique<LabelCache>();
-    slot.cache = owned.get();
-    slot.generation = generation_;
-    std::lock_guard<std::mutex> lock(mu_);
-    label_caches_.push_back(std::move(owned));  // freed with the connector, never while it serves hooks
-  }
-  return *slot.cache;
-}
-
-energy::KeyId Connector::key_for(const char* name, Kind kind) {
-  // Kernel labels arrive on every launch, usually from the same few strings: a small per-thread cache keyed by
-  // the pointer spares the key table's lock and hash. The text is compared too, since a label's storage can be
-  // reused for another label.
-  LabelCache& cache = thread_cache();
-  LabelCache::Entry& e = cache.entries[((reinterpret_cast<uintptr_t>(name) >> 3) ^ static_cast<uintptr_t>(kind)) & 63];
-  if (e.generation == generation_ && e.ptr == name && e.kind == kind && e.holds(name)) return e.key;
-  const energy::KeyId key = profiler_->key(name, kind);
-  e.generation = generation_;
-  e.ptr = name;
-  e.kind = kind;
-  e.key = key;
-  e.text = name;
-  return key;
-}
-
-void Connector::end_kernel(uint64_t kernel_id) noexcept {
-  if (!profiler_ || kernel_id == 0) return;
-  profiler_->end(decode_key(kernel_id), static_cast<int32_t>(kernel_id & 0xffffffffu) - 1);
 }
 
 void Connector::push_region(const char* name) noexcept {
@@ -409,6 +353,8 @@ std::string Connector::help() {
 
 void Connector::finalize() noexcept {
   if (!profiler_) return;
+  owner_tp_ = nullptr;
+  events_ = nullptr;
   try {
     report_ = profiler_->stop();
     {

@@ -41,8 +41,25 @@ class Connector {
   void finalize() noexcept;
   bool active() const noexcept { return profiler_ != nullptr; }
 
-  void begin_kernel(energy::Kind kind, const char* name, uint32_t dev_id, uint64_t* kernel_id) noexcept;
-  void end_kernel(uint64_t kernel_id) noexcept;
+  // The kernel hooks: inline, so that the extern "C" entry points compile to one short function each.
+  void begin_kernel(energy::Kind kind, const char* name, uint32_t dev_id, uint64_t* kernel_id) noexcept {
+    if (kernel_id) *kernel_id = 0;
+    energy::EventBuffers::Thread* t = hook_thread();
+    if (!t || !name) return;
+    const int32_t device = gpu_ordinal(dev_id);
+    energy::KeyId key = t->labels.find(name, kind);
+    if (key == energy::kNoKey) [[unlikely]] {
+      key = learn_label(*t, name, kind);
+      if (key == energy::kNoKey) return;
+    }
+    t->record(key, device, true, energy::flags::nested);
+    if (kernel_id) *kernel_id = encode(key, device);
+  }
+  void end_kernel(uint64_t kernel_id) noexcept {
+    if (kernel_id == 0) return;
+    if (energy::EventBuffers::Thread* t = hook_thread())
+      t->record(decode_key(kernel_id), static_cast<int32_t>(kernel_id & 0xffffffffu) - 1, false, energy::flags::nested);
+  }
   void push_region(const char* name) noexcept;
   void pop_region() noexcept;
   void create_section(const char* name, uint32_t* section_id) noexcept;
@@ -72,16 +89,28 @@ class Connector {
   }
   static energy::KeyId decode_key(uint64_t handle) noexcept { return static_cast<energy::KeyId>((handle >> 32) - 1); }
   void disable(const std::string& why) noexcept;
-  energy::KeyId key_for(const char* name, energy::Kind kind);
-  struct LabelCache;
-  LabelCache& thread_cache();  // this thread's label cache (created on first use)
-  std::vector<std::unique_ptr<LabelCache>> label_caches_;  // one per thread that called a hook
+  // The calling thread's share of the profiler's event rings; nullptr while nothing is measured.
+  energy::EventBuffers::Thread* hook_thread() noexcept {
+    // The thread that initialised the tool (the one that launches the kernels, normally) is known by its thread
+    // pointer: its hooks read nothing else of the tool's before the ring itself.
+    if (energy::thread_pointer() == owner_tp_) [[likely]]
+      return owner_thread_;
+    if (!events_) return nullptr;
+    if (energy::EventBuffers::Thread* t = energy::EventBuffers::cached(events_generation_)) return t;
+    return events_->local();
+  }
+  // A label the thread's memo does not hold: interned and remembered; kNoKey if that failed (out of memory).
+  energy::KeyId learn_label(energy::EventBuffers::Thread& thread, const char* name, energy::Kind kind) noexcept;
   void write_outputs() noexcept;
 
-  // What every kernel hook reads, first and together (one cache line: after a GPU launch and fence little of
-  // the tool is still in cache, and each line it touches costs tens of ns on the H200's host).
+  // What every kernel hook reads of the connector, first and together (one cache line: after a GPU launch and
+  // fence little of the tool is still in cache, and each line it touches costs tens of ns on the H200's host).
+  const void* owner_tp_ = nullptr;                  // thread_pointer() of the thread that ran init, while measuring
+  energy::EventBuffers::Thread* owner_thread_ = nullptr;  // its share of events_
+  energy::EventBuffers* events_ = nullptr;  // the profiler's while it measures, else nullptr
+  uint64_t events_generation_ = 0;          // events_->generation()
   std::unique_ptr<energy::Profiler> profiler_;
-  uint64_t generation_ = 0;  // tells this connector's per-thread label cache from another's
+  uint64_t generation_ = 0;  // tells this connector's per-thread region/copy stacks from another's
 
   ProfilerFactory factory_;
   FenceHookRemover remove_fence_hooks_;

@@ -1,19 +1,45 @@
 // libkp_gpu_energy.so: the Kokkos Tools entry points. Each forwards to the tested C++ Connector; nothing
 // here throws (every Connector method is noexcept).
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <new>
 #include <string>
 
 #include "dooly/kokkos/connector.hpp"
 
 namespace {
-dooly::kokkos::Connector& connector() {
-  // Constructed on first use (init or parse_args), destroyed at exit after finalize has run.
-  static dooly::kokkos::Connector c;
-  return c;
-}
+using dooly::kokkos::Connector;
 using dooly::energy::Kind;
+
+// The connector, constructed on first use (init or parse_args) and destroyed at exit after finalize has run.
+// Its storage follows the pointer that says it is ready, in one aligned block: a kernel hook's check and the
+// connector's first fields (all the hook reads of it) share one cache line.
+struct alignas(64) ConnectorSlot {
+  std::atomic<Connector*> ready{nullptr};
+  alignas(alignof(Connector)) unsigned char storage[sizeof(Connector)] = {};
+};
+constinit ConnectorSlot slot;
+
+[[gnu::noinline, gnu::cold]] Connector& construct_connector() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Connector* c = new (slot.storage) Connector;
+    // Destroyed in the order a function-local static would be: after everything constructed later.
+    static struct Destroyer {
+      ~Destroyer() { slot.ready.exchange(nullptr)->~Connector(); }
+    } destroyer;
+    slot.ready.store(c, std::memory_order_release);
+  });
+  return *slot.ready.load(std::memory_order_acquire);
+}
+inline Connector& connector() {
+  if (Connector* c = slot.ready.load(std::memory_order_acquire)) [[likely]]
+    return *c;
+  return construct_connector();
+}
 }  // namespace
 
 extern "C" {
