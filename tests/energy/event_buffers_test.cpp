@@ -135,6 +135,50 @@ TEST(EventBuffers, FullRingDropsWholeWindowsAndCounts) {
   EXPECT_EQ(out[1].event.begin, 0);
 }
 
+TEST(EventBuffers, AcceptTurnsRecordingOffAndOnForEveryThreadPresentAndFuture) {
+  EventBuffers buffers(64);
+  std::vector<EventBuffers::Drained> out;
+  buffers.record(1, -1, true, 1);  // this thread registers while accepting
+  buffers.accept(false);
+  buffers.record(1, -1, false, 1);
+  std::thread([&] { buffers.record(2, 0, true, 1); }).join();  // a thread that registers while not accepting
+  drain(buffers, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(buffers.dropped(), 0u);  // not taken is not dropped
+  buffers.accept(true);
+  buffers.record(3, -1, false, 1);
+  std::thread([&] {
+    buffers.record(4, 5, true, 0);
+    buffers.record(4, 5, false, 0);
+  }).join();
+  out.clear();
+  drain(buffers, out);
+  ASSERT_EQ(out.size(), 3u);
+  // Every field as written (the second half of an event is stored as one computed word).
+  EXPECT_EQ(out[0].event.key, 3u);
+  EXPECT_EQ(out[0].event.device, -1);
+  EXPECT_EQ(out[0].event.begin, 0);
+  EXPECT_EQ(out[0].event.flags, 1);
+  EXPECT_EQ(out[1].event.key, 4u);
+  EXPECT_EQ(out[1].event.device, 5);
+  EXPECT_EQ(out[1].event.begin, 1);
+  EXPECT_EQ(out[1].event.flags, 0);
+  EXPECT_NE(out[0].thread, out[1].thread);
+}
+
+TEST(EventBuffers, CachedFindsTheCallingThreadsShareOnlyForItsOwnBuffers) {
+  EventBuffers a(64), b(64);
+  EventBuffers::Thread* ta = a.local();
+  ASSERT_NE(ta, nullptr);
+  EXPECT_EQ(EventBuffers::cached(a.generation()), ta);
+  EXPECT_EQ(EventBuffers::cached(b.generation()), nullptr);
+  EventBuffers::Thread* tb = b.local();
+  EXPECT_NE(tb, ta);
+  EXPECT_EQ(EventBuffers::cached(b.generation()), tb);
+  EXPECT_EQ(a.local(), ta);  // the same share again after using other buffers
+  std::thread([&] { EXPECT_EQ(EventBuffers::cached(a.generation()), nullptr); }).join();
+}
+
 TEST(TickConverter, MapsTicksOntoTheSteadyClock) {
   TickConverter c;
   c.calibrate_initial();

@@ -625,5 +625,39 @@ TEST_F(ConnectorTest, HooksFromSeveralThreadsKeepTheirOwnRegionStacks) {
   EXPECT_EQ(c.last_report().unmatched_events, 0u);
 }
 
+TEST_F(ConnectorTest, TheInitThreadAndEveryOtherThreadGetTheirKernelsBeforeFinalizeAndNoneAfter) {
+  // The thread that runs init is recognised by its thread pointer (its hooks skip the thread-local lookup);
+  // after it ends, a new thread may get the same pointer and with it the same ring: its kernels still count.
+  Connector c(factory());
+  auto launch = [&c](int n) {
+    for (int i = 0; i < n; ++i) {
+      uint64_t kid = 0;
+      c.begin_kernel(Kind::kernel_for, "k", dev_id(DeviceType::cuda, 0), &kid);
+      c.end_kernel(kid);
+    }
+  };
+  std::thread([&] {
+    c.init(0, 0);
+    launch(10);
+  }).join();
+  ASSERT_TRUE(c.active());
+  for (int t = 0; t < 3; ++t) std::thread(launch, 10).join();
+  launch(10);
+  std::thread concurrent(launch, 10);
+  launch(10);
+  concurrent.join();
+  c.finalize();
+  const auto& g0 = channel(c.last_report(), "gpu0");
+  EXPECT_EQ(row(g0, "k").calls, 70u);
+  EXPECT_EQ(c.last_report().unmatched_events, 0u);
+  // After finalize the hooks touch nothing (the rings are gone: AddressSanitizer would catch a read).
+  uint64_t kid = 123;
+  c.begin_kernel(Kind::kernel_for, "k", dev_id(DeviceType::cuda, 0), &kid);
+  EXPECT_EQ(kid, 0u);
+  c.end_kernel((uint64_t{1} << 32) | 1);  // a handle as begin_kernel makes them
+  std::thread(launch, 5).join();
+  EXPECT_EQ(row(channel(c.last_report(), "gpu0"), "k").calls, 70u);
+}
+
 }  // namespace
 }  // namespace dooly::kokkos
