@@ -21,7 +21,11 @@ namespace detail {
 // readable (zero padded) up to n rounded up to 8. Compares 8 bytes at a time. A word of `s` may extend past
 // its NUL, but never into another page (such a word is compared byte by byte), so every read lands in memory
 // that is mapped; the bytes past the NUL are masked out or lie beyond a difference already found. Hence the
-// sanitizer exemption: AddressSanitizer would call those bytes out of bounds.
+// sanitizer exemption: AddressSanitizer would call those bytes out of bounds (and so would GCC's bounds
+// warnings where the label is a literal of known size).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overread"
 [[gnu::no_sanitize_address]] inline bool same_label(const char* s, const char* text, size_t n) noexcept {
   for (size_t i = 0; i < n; i += 8) {
     const char* p = s + i;
@@ -43,6 +47,7 @@ namespace detail {
   }
   return true;
 }
+#pragma GCC diagnostic pop
 }  // namespace detail
 
 class LabelCache {

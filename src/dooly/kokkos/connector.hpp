@@ -42,7 +42,8 @@ class Connector {
   bool active() const noexcept { return profiler_ != nullptr; }
 
   // The kernel hooks: inline, so that the extern "C" entry points compile to one short function each.
-  void begin_kernel(energy::Kind kind, const char* name, uint32_t dev_id, uint64_t* kernel_id) noexcept {
+  [[gnu::always_inline]] void begin_kernel(energy::Kind kind, const char* name, uint32_t dev_id,
+                                           uint64_t* kernel_id) noexcept {
     if (kernel_id) *kernel_id = 0;
     energy::EventBuffers::Thread* t = hook_thread();
     if (!t || !name) return;
@@ -55,7 +56,7 @@ class Connector {
     t->record(key, device, true, energy::flags::nested);
     if (kernel_id) *kernel_id = encode(key, device);
   }
-  void end_kernel(uint64_t kernel_id) noexcept {
+  [[gnu::always_inline]] void end_kernel(uint64_t kernel_id) noexcept {
     if (kernel_id == 0) return;
     if (energy::EventBuffers::Thread* t = hook_thread())
       t->record(decode_key(kernel_id), static_cast<int32_t>(kernel_id & 0xffffffffu) - 1, false, energy::flags::nested);
@@ -95,6 +96,10 @@ class Connector {
     // pointer: its hooks read nothing else of the tool's before the ring itself.
     if (energy::thread_pointer() == owner_tp_) [[likely]]
       return owner_thread_;
+    return other_thread();
+  }
+  // Any other thread's (out of line: the hooks' code stays short, a few cache lines).
+  [[gnu::noinline]] energy::EventBuffers::Thread* other_thread() noexcept {
     if (!events_) return nullptr;
     if (energy::EventBuffers::Thread* t = energy::EventBuffers::cached(events_generation_)) return t;
     return events_->local();
