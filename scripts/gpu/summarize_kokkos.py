@@ -247,7 +247,7 @@ def overhead(tsv_path, reports, shim_path=None):
                 ratio = d / s
                 print(f"own cost ratio dooly / simple-kernel-timer (shim) = {ratio:.3f} "
                       f"(goal <= 0.5: {'PASS' if ratio <= 0.5 else 'FAIL'})")
-    shares, polls = [], []
+    shares, polls, faults = [], [], []
     for path in reports:
         try:
             r = json.load(open(path))
@@ -256,6 +256,8 @@ def overhead(tsv_path, reports, shim_path=None):
             shares.append(100.0 * cpu / wall)
             if "sampler_poll_cpu_s" in r["meta"]:
                 polls.append(100.0 * float(r["meta"]["sampler_poll_cpu_s"]) / wall)
+            if "sampler_page_faults" in r["meta"]:
+                faults.append(int(r["meta"]["sampler_page_faults"]))
         except (OSError, KeyError, ValueError, IndexError, ZeroDivisionError):
             continue
     if shares:
@@ -263,6 +265,8 @@ def overhead(tsv_path, reports, shim_path=None):
         poll = f" (polling the power source: median {statistics.median(polls):.3f}%)" if polls else ""
         print(f"dooly sampler CPU: median {m:.3f}% of one core over {len(shares)} runs{poll} "
               f"(goal < 1%: {'PASS' if m < 1 else 'FAIL'})")
+        print("  runs: " + " ".join(f"{x:.3f}%" for x in shares) +
+              (f"; sampler page faults: {' '.join(str(f) for f in faults)}" if faults else ""))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 #include "dooly/energy/sampler.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -57,6 +60,25 @@ TEST(Sampler, StopWakesAtOnceAndRunsALastTick) {
   s.stop();
   EXPECT_LT(now_ns() - t0, 1'000'000'000);
   EXPECT_EQ(n.load(), 2);  // the first tick and the last
+}
+
+TEST(Sampler, CountsThePageFaultsOfItsOwnThreadOnly) {
+  // Each tick maps 64 fresh pages and touches them: at least 64 faults a tick. The test thread faults 4096
+  // pages of its own meanwhile, which must not be counted.
+  const long page = sysconf(_SC_PAGESIZE);
+  auto touch_fresh = [page](int pages) {
+    void* m = mmap(nullptr, static_cast<size_t>(pages * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return;
+    for (int i = 0; i < pages; ++i) static_cast<volatile char*>(m)[i * page] = 1;
+    munmap(m, static_cast<size_t>(pages * page));
+  };
+  Sampler s(1'000'000'000, [&](int64_t) { touch_fresh(64); });
+  s.start();
+  touch_fresh(4096);
+  s.stop();
+  EXPECT_EQ(s.ticks(), 2u);
+  EXPECT_GE(s.page_faults(), 2u * 64u);
+  EXPECT_LT(s.page_faults(), 2048u);  // the thread's own (start-up and 128), not the test thread's 4096
 }
 
 }  // namespace

@@ -114,10 +114,16 @@ def test_overhead_summary_prints_the_shim_ratio_and_the_sampler_poll_share(repo_
                     "kp_timing_shim inner=libkp_gpu_energy.so kernels=10 hook_calls=20 hook_ns=700 ns_per_kernel=70 ns_per_call=35\n"
                     "kp_timing_shim inner=libkp_kernel_timer.so kernels=10 hook_calls=20 hook_ns=1000 ns_per_kernel=100 ns_per_call=50\n")
     report = tmp_path / "dooly-1.json"
-    report.write_text(json.dumps({"meta": {"sampler_cpu_s": "0.02", "sampler_poll_cpu_s": "0.005"},
+    report.write_text(json.dumps({"meta": {"sampler_cpu_s": "0.02", "sampler_poll_cpu_s": "0.005",
+                                           "sampler_page_faults": "17"},
                                   "channels": [{"run_time_s": 4.0}]}))
-    mod.overhead(str(tsv), [str(report)], str(shim))
+    report2 = tmp_path / "dooly-2.json"
+    report2.write_text(json.dumps({"meta": {"sampler_cpu_s": "0.06", "sampler_poll_cpu_s": "0.005",
+                                            "sampler_page_faults": "5"},
+                                   "channels": [{"run_time_s": 4.0}]}))
+    mod.overhead(str(tsv), [str(report), str(report2)], str(shim))
     out = capsys.readouterr().out
     assert "own cost ratio dooly / simple-kernel-timer (run times) = 0.400" in out
     assert "own cost ratio dooly / simple-kernel-timer (shim) = 0.500 (goal <= 0.5: PASS)" in out
-    assert "median 0.500% of one core over 1 runs (polling the power source: median 0.125%)" in out
+    assert "median 1.000% of one core over 2 runs (polling the power source: median 0.125%) (goal < 1%: FAIL)" in out
+    assert "runs: 0.500% 1.500%; sampler page faults: 17 5" in out  # every run, not only the median

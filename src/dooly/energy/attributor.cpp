@@ -22,9 +22,12 @@ double median(std::vector<double> v) {
 
 Attributor::Attributor(std::vector<power::Channel> channels, const KeyTable& keys, AttributorOptions options)
     : channels_(std::move(channels)), keys_(keys), options_(options), state_(channels_.size()) {
-  for (auto& s : state_) {
+  for (size_t c = 0; c < state_.size(); ++c) {
+    ChannelState& s = state_[c];
     s.model.gram = Eigen::MatrixXd::Zero(1, 1);
     s.model.xty = Eigen::VectorXd::Zero(1);
+    const power::Channel& ch = channels_[c];
+    if (ch.domain == power::Domain::gpu && ch.device >= 0) s.only_device = ch.device;
   }
 }
 
@@ -156,12 +159,12 @@ void Attributor::process_until(int64_t horizon_ns) {
 }
 
 void Attributor::energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const {
-  out.resize(state_.size());
-  for (size_t c = 0; c < state_.size(); ++c) {
-    bool ex = false;
-    out[c] = state_[c].trace.energy_j(t_ns, &ex);
-    extrapolated = extrapolated || ex;
-  }
+  const size_t n = state_.size();
+  if (out.size() != n) out.resize(n);  // once: the scratch vectors keep their size
+  double* e = out.data();
+  bool ex = false;
+  for (size_t c = 0; c < n; ++c) e[c] = state_[c].trace.energy_j(t_ns, &ex);
+  extrapolated = extrapolated || ex;
 }
 
 void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack) {

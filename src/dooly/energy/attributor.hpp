@@ -148,6 +148,7 @@ class Attributor {
   };
   struct ChannelState {
     PowerTrace trace;
+    int32_t only_device = -1;  // a GPU channel's device (it takes that GPU's windows only); -1: takes all
     bool dead = false;
     uint64_t samples = 0, dropped = 0;
     Fifo<power::Reading> model_pending;
@@ -169,8 +170,8 @@ class Attributor {
   // How far events can be processed: every live channel's trace covers it and events are complete to it.
   int64_t horizon(int64_t events_complete_ns) const noexcept;
   bool relevant(size_t c, int32_t device) const noexcept {
-    const power::Channel& ch = channels_[c];
-    return ch.domain != power::Domain::gpu || ch.device < 0 || device < 0 || ch.device == device;
+    const int32_t only = state_[c].only_device;
+    return only < 0 || device < 0 || only == device;
   }
   Acc& acc(KeyId key, size_t c) {
     const size_t i = static_cast<size_t>(key) * channels_.size() + c;

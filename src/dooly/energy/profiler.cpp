@@ -206,6 +206,7 @@ Report Profiler::stop() {
   report.meta.emplace_back("sampler_cpu_s", fmt::format("{:.6f}", sampler_->thread_cpu_s()));
   // Of which reading the power source (NVML's sample buffer costs ~0.5 ms a call); the rest is attribution.
   report.meta.emplace_back("sampler_poll_cpu_s", fmt::format("{:.6f}", poll_cpu_s()));
+  report.meta.emplace_back("sampler_page_faults", std::to_string(sampler_->page_faults()));
   report.events_dropped = buffers_.dropped();
   if (recorder_) {
     recorder_->write_meta("run_start_ns", std::to_string(start_ns_));

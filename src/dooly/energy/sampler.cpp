@@ -1,5 +1,7 @@
 #include "dooly/energy/sampler.hpp"
 
+#include <sys/resource.h>
+
 #include "dooly/common/clock.hpp"
 
 namespace dooly::energy {
@@ -33,7 +35,7 @@ void Sampler::run() {
   while (true) {
     tick_(now_ns());
     ticks_.fetch_add(1);
-    cpu_ns_.store(thread_cpu_ns());
+    account();
     ++k;
     int64_t deadline = origin + k * period_ns_;
     const int64_t now = now_ns();
@@ -51,7 +53,13 @@ void Sampler::run() {
   }
   tick_(now_ns());  // the last readings and events before the thread ends
   ticks_.fetch_add(1);
+  account();
+}
+
+void Sampler::account() noexcept {
   cpu_ns_.store(thread_cpu_ns());
+  rusage u{};
+  if (getrusage(RUSAGE_THREAD, &u) == 0) faults_.store(static_cast<uint64_t>(u.ru_minflt + u.ru_majflt));
 }
 
 }  // namespace dooly::energy

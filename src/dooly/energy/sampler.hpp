@@ -25,6 +25,7 @@ class Sampler {
   uint64_t ticks() const noexcept { return ticks_.load(); }
   uint64_t missed_deadlines() const noexcept { return missed_.load(); }
   double thread_cpu_s() const noexcept { return cpu_ns_.load() * 1e-9; }  // CPU time the thread used
+  uint64_t page_faults() const noexcept { return faults_.load(); }         // minor + major, the thread's own
   int64_t period_ns() const noexcept { return period_ns_; }
 
  private:
@@ -37,6 +38,8 @@ class Sampler {
   bool stop_requested_ = false;
   std::atomic<uint64_t> ticks_{0}, missed_{0};
   std::atomic<int64_t> cpu_ns_{0};
+  std::atomic<uint64_t> faults_{0};
+  void account() noexcept;  // the thread's CPU time and page faults so far
 };
 
 }  // namespace dooly::energy
