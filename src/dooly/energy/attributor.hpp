@@ -183,6 +183,9 @@ class Attributor {
   int64_t overlap_ns(KeyId outer, KeyId inner) const;
   void process_until(int64_t horizon_ns);
   void process_oldest_pending();
+  void keep_up();  // every kKeepUpEvents processed events: feed the model, trim
+  static constexpr uint32_t kKeepUpEvents = 4096;
+  uint32_t since_keep_up_ = 0;
   void process_event(const Event& e);
   void process_counter_marks(int64_t until_ns) {
     if (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) take_counter_marks(until_ns);
@@ -220,6 +223,7 @@ class Attributor {
   uint64_t rng_ = 0x9E3779B97F4A7C15ull;
   std::vector<double> scratch_e_;
   std::vector<bool> scratch_past_;
+  std::vector<std::pair<KeyId, int64_t>> scratch_occ_;  // add_model_sample's occupancy per key
 };
 
 }  // namespace dooly::energy
