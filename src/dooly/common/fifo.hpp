@@ -2,8 +2,9 @@
 // A first-in first-out queue over one contiguous vector: push at the back, pop at the front, random access and
 // binary search in between. The sampler thread's queues (pending events, recent segments, the power trace)
 // are filled and emptied at every tick; std::deque allocates and frees a block every few hundred elements as
-// they move, this reuses one buffer (popped slots are reclaimed in one move once they are the larger half), so
-// a steady stream allocates nothing. Capacity stays at the high-water mark, which the callers bound.
+// they move, this reuses one buffer (popped slots are reclaimed in one move when the buffer is full and they
+// are at least half of it), so a steady stream allocates nothing and moves little. Capacity stays at the
+// high-water mark, which the callers bound.
 #include <cstddef>
 #include <vector>
 
@@ -30,15 +31,25 @@ class Fifo {
   const_iterator begin() const noexcept { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
   const_iterator end() const noexcept { return items_.end(); }
 
-  void push_back(const T& item) { items_.push_back(item); }
-  iterator insert(const_iterator pos, const T& item) { return items_.insert(pos, item); }
+  void push_back(const T& item) {
+    // Full: reclaim the popped slots in one move instead of growing, when they are at least half. A queue
+    // that stays below its high-water mark moves each item at most once, and rarely: only when the buffer
+    // fills up, not every time half of what it holds has been popped.
+    if (items_.size() == items_.capacity() && head_ >= kCompactAt && 2 * head_ >= items_.size()) compact();
+    items_.push_back(item);
+  }
+  iterator insert(const_iterator pos, const T& item) {
+    if (items_.size() == items_.capacity() && head_ >= kCompactAt && 2 * head_ >= items_.size()) {
+      const auto i = pos - cbegin();
+      compact();
+      pos = cbegin() + i;
+    }
+    return items_.insert(pos, item);
+  }
 
   void pop_front() noexcept {
     if (++head_ == items_.size()) {
       items_.clear();
-      head_ = 0;
-    } else if (head_ >= kCompactAt && 2 * head_ >= items_.size()) {
-      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
       head_ = 0;
     }
   }
@@ -48,6 +59,11 @@ class Fifo {
   }
 
  private:
+  const_iterator cbegin() const noexcept { return begin(); }
+  void compact() noexcept {
+    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
   static constexpr size_t kCompactAt = 256;
   std::vector<T> items_;
   size_t head_ = 0;  // items_[0, head_) are popped

@@ -171,15 +171,6 @@ void Attributor::process_until(int64_t horizon_ns) {
   if (horizon_ns > processed_ns_) processed_ns_ = horizon_ns;
 }
 
-void Attributor::energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const {
-  const size_t n = state_.size();
-  if (out.size() != n) out.resize(n);  // once: the scratch vectors keep their size
-  double* e = out.data();
-  bool ex = false;
-  for (size_t c = 0; c < n; ++c) e[c] = state_[c].trace.energy_j(t_ns, &ex);
-  extrapolated = extrapolated || ex;
-}
-
 void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack) {
   const int64_t dt = t - top.seg_t0;
   if (dt <= 0) return;

@@ -191,7 +191,15 @@ class Attributor {
     if (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) take_counter_marks(until_ns);
   }
   void take_counter_marks(int64_t until_ns);
-  void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const;
+  // E(t) of every channel (twice per event: inline).
+  void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const {
+    const size_t n = state_.size();
+    if (out.size() != n) out.resize(n);  // once: the scratch vectors keep their size
+    double* e = out.data();
+    bool ex = false;
+    for (size_t c = 0; c < n; ++c) e[c] = state_[c].trace.energy_j(t_ns, &ex);
+    if (ex) extrapolated = true;
+  }
   void close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack);
   void record_segment(const Open& top, int64_t t, const FrameStack& stack);  // for the model
   void end_nested(FrameStack& stack, int64_t t, const std::vector<double>& e, bool extrapolated);
