@@ -21,8 +21,12 @@ double median(std::vector<double> v) {
 }  // namespace
 
 Attributor::Attributor(std::vector<power::Channel> channels, const KeyTable& keys, AttributorOptions options)
-    : channels_(std::move(channels)), keys_(keys), options_(options), state_(channels_.size()) {
-  for (size_t c = 0; c < state_.size(); ++c) {
+    : channels_(std::move(channels)),
+      n_channels_(channels_.size()),
+      keys_(keys),
+      options_(options),
+      state_(n_channels_) {
+  for (size_t c = 0; c < n_channels_; ++c) {
     ChannelState& s = state_[c];
     s.model.gram = Eigen::MatrixXd::Zero(1, 1);
     s.model.xty = Eigen::VectorXd::Zero(1);
@@ -31,7 +35,7 @@ Attributor::Attributor(std::vector<power::Channel> channels, const KeyTable& key
   }
 }
 
-void Attributor::grow_acc(KeyId key) { acc_.resize((static_cast<size_t>(key) + 1) * channels_.size()); }
+void Attributor::grow_acc(KeyId key) { acc_.resize((static_cast<size_t>(key) + 1) * n_channels_); }
 
 int64_t Attributor::overlap_ns(KeyId outer, KeyId inner) const {
   if (outer == inner) return outer < self_overlap_ns_.size() ? self_overlap_ns_[outer] : 0;
@@ -122,7 +126,7 @@ void Attributor::mark_dead(uint32_t channel) {
 
 int64_t Attributor::horizon(int64_t events_complete_ns) const noexcept {
   int64_t horizon = events_complete_ns;
-  for (size_t c = 0; c < state_.size(); ++c) {
+  for (size_t c = 0; c < n_channels_; ++c) {
     const ChannelState& s = state_[c];
     if (s.dead) continue;
     horizon = std::min(horizon, s.trace.empty() ? INT64_MIN : s.trace.last_t());
@@ -174,7 +178,7 @@ void Attributor::process_until(int64_t horizon_ns) {
 void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack) {
   const int64_t dt = t - top.seg_t0;
   if (dt <= 0) return;
-  for (size_t c = 0; c < state_.size(); ++c) {
+  for (size_t c = 0; c < n_channels_; ++c) {
     if (!relevant(c, top.device)) continue;
     Acc& a = acc(top.key, c);
     a.excl_time_ns += dt;
@@ -210,7 +214,7 @@ void Attributor::end_nested(FrameStack& stack, int64_t t, const std::vector<doub
   const bool outermost = stack.size() == 1;
   // One pass per channel: the last innermost stretch (exclusive), the whole window (inclusive), and for an
   // outermost window the busy span.
-  for (size_t c = 0; c < state_.size(); ++c) {
+  for (size_t c = 0; c < n_channels_; ++c) {
     if (!relevant(c, top.device)) continue;
     Acc& a = acc(top.key, c);
     if (seg_dt > 0) {
@@ -242,7 +246,7 @@ void Attributor::process_event(const Event& ev) {
   processed_ns_ = std::max(processed_ns_, ev.t_ns);
 
   if (ev.key == kRunMarker) {
-    for (size_t c = 0; c < state_.size(); ++c) state_[c].run_e0 = e[c];
+    for (size_t c = 0; c < n_channels_; ++c) state_[c].run_e0 = e[c];
     return;
   }
   if (!(ev.flags & flags::nested)) {
@@ -263,7 +267,7 @@ void Attributor::process_event(const Event& ev) {
     Open o = std::move(opens.back());
     opens.pop_back();
     const int64_t dt = ev.t_ns - o.t0;
-    for (size_t c = 0; c < state_.size(); ++c) {
+    for (size_t c = 0; c < n_channels_; ++c) {
       if (!relevant(c, o.device)) continue;
       if (kind == Kind::idle) {
         if (dt > 0) {
@@ -286,7 +290,7 @@ void Attributor::process_event(const Event& ev) {
   if (ev.begin) {
     if (!stack.empty()) close_segment(stack.back(), ev.t_ns, e, stack);
     if (stack.empty()) {
-      for (size_t c = 0; c < state_.size(); ++c) {
+      for (size_t c = 0; c < n_channels_; ++c) {
         if (!relevant(c, ev.device)) continue;
         ChannelState& s = state_[c];
         if (s.busy++ == 0) s.busy_e0 = e[c];
@@ -325,7 +329,7 @@ void Attributor::reservoir(std::vector<double>& v, uint64_t& seen, double value)
 
 void Attributor::process_model_samples(int64_t horizon_ns, bool all) {
   if (!options_.model) return;
-  for (size_t c = 0; c < state_.size(); ++c) {
+  for (size_t c = 0; c < n_channels_; ++c) {
     ChannelState& s = state_[c];
     const power::Channel& ch = channels_[c];
     while (!s.model_pending.empty()) {
@@ -427,7 +431,7 @@ void Attributor::add_model_sample(size_t c, const power::Reading& r) {
 
 void Attributor::trim(int64_t horizon_ns) {
   int64_t keep_from = horizon_ns;
-  for (size_t c = 0; c < state_.size(); ++c) {
+  for (size_t c = 0; c < n_channels_; ++c) {
     ChannelState& s = state_[c];
     if (horizon_ns != INT64_MIN) s.trace.trim_before(horizon_ns);
     const power::Channel& ch = channels_[c];
@@ -464,7 +468,7 @@ Report Attributor::finish(int64_t t_end_ns) {
 
   Report report;
   report.unmatched_events = unmatched_;
-  for (size_t c = 0; c < state_.size(); ++c) report.channels.push_back(build_channel(c, t_end_ns));
+  for (size_t c = 0; c < n_channels_; ++c) report.channels.push_back(build_channel(c, t_end_ns));
   return report;
 }
 

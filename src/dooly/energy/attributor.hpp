@@ -90,11 +90,14 @@ class Attributor {
   };
   // dst = src without a memmove call for the usual one or two channels (this runs twice per event).
   static void copy_energies(std::vector<double>& dst, const std::vector<double>& src) {
-    dst.resize(src.size());
-    if (src.size() <= 2) {
-      for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+    const size_t n = src.size();
+    if (dst.size() != n) dst.resize(n);
+    double* d = dst.data();
+    const double* s = src.data();
+    if (n <= 2) {
+      for (size_t i = 0; i < n; ++i) d[i] = s[i];
     } else {
-      std::copy(src.begin(), src.end(), dst.begin());
+      std::copy(s, s + n, d);
     }
   }
   // One thread's open nested windows. Frames are reused (their energy vectors keep their capacity), so the
@@ -106,7 +109,10 @@ class Attributor {
     Open& back() noexcept { return frames_[depth_ - 1]; }
     const Open& back() const noexcept { return frames_[depth_ - 1]; }
     void push(KeyId key, int32_t device, int64_t t, const std::vector<double>& e) {
-      if (depth_ == frames_.size()) frames_.emplace_back();
+      if (depth_ == allocated_) {
+        frames_.emplace_back();
+        ++allocated_;
+      }
       Open& o = frames_[depth_++];
       o.key = key;
       o.device = device;
@@ -122,13 +128,17 @@ class Attributor {
 
    private:
     std::vector<Open> frames_;
+    size_t allocated_ = 0;  // frames_.size(), as a plain count (Open's size is not a power of two)
     size_t depth_ = 0;
   };
   FrameStack& stack_of(uint32_t thread) {
+    if (thread < n_stacks_) [[likely]]
+      return stacks_[thread];
     while (thread >= stacks_.size()) {
       stacks_.emplace_back();
       stacks_.back().thread = static_cast<uint32_t>(stacks_.size() - 1);
     }
+    n_stacks_ = stacks_.size();
     return stacks_[thread];
   }
   struct Segment {  // a stretch during which `key` was the innermost window on thread `thread`
@@ -174,7 +184,7 @@ class Attributor {
     return only < 0 || device < 0 || only == device;
   }
   Acc& acc(KeyId key, size_t c) {
-    const size_t i = static_cast<size_t>(key) * channels_.size() + c;
+    const size_t i = static_cast<size_t>(key) * n_channels_ + c;
     if (i >= acc_.size()) grow_acc(key);
     return acc_[i];
   }
@@ -193,7 +203,7 @@ class Attributor {
   void take_counter_marks(int64_t until_ns);
   // E(t) of every channel (twice per event: inline).
   void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const {
-    const size_t n = state_.size();
+    const size_t n = n_channels_;
     if (out.size() != n) out.resize(n);  // once: the scratch vectors keep their size
     double* e = out.data();
     bool ex = false;
@@ -210,6 +220,9 @@ class Attributor {
   ChannelReport build_channel(size_t c, int64_t t_end);
 
   std::vector<power::Channel> channels_;
+  // channels_.size() == state_.size(), kept as a plain count: the per-event loops would otherwise recompute a
+  // vector's size (a subtraction and a multiplication by the element size's inverse) on every iteration.
+  size_t n_channels_ = 0;
   const KeyTable& keys_;
   std::vector<Kind> kinds_;  // cache of keys_' kinds: looked up per event without the table's lock
   AttributorOptions options_;
@@ -217,6 +230,7 @@ class Attributor {
   std::vector<Acc> acc_;  // [key * channels + channel]
   Fifo<Event> pending_;
   std::vector<FrameStack> stacks_;  // by thread index
+  size_t n_stacks_ = 0;             // stacks_.size()
   std::unordered_map<KeyId, std::vector<Open>> free_open_;
   Fifo<Segment> segments_;
   Fifo<std::pair<int64_t, uint32_t>> counter_marks_;  // (t, channel) of counter reads not yet reached
