@@ -520,5 +520,41 @@ TEST(Attributor, MemoryStaysBoundedOverALongRun) {
   EXPECT_NEAR(row(rep.channels[0], "k").energy_j, 30000 * 200.0 * 4e-3, 1e-6);
 }
 
+// The model is fed as processing goes (every 4,096 events). Kernels back to back (each begins at the instant
+// the previous ends) under a point sensor reading at every boundary: every reading lies inside a kernel, none
+// is quiet. A reading at an instant whose next event (the next begin) is still to come must wait for it.
+TEST(Attributor, APointReadingIsNotTakenForQuietWhileEventsAtItsInstantAreStillToCome) {
+  KeyTable keys;
+  const KeyId k = keys.intern("k", Kind::kernel_for), f = keys.intern("f", Kind::region);
+  power::Channel ch = gpu(0, 0, 1000);
+  Attributor a({ch}, keys);
+  a.begin_run(0);
+  constexpr int kKernels = 6 * 4096;
+  for (int i = 0; i <= kKernels; ++i) a.add_reading({0, 1000 * int64_t{i} + 1000, 200.0});
+  a.add_event({0, f, 1, -1, true, 0});  // one free event first: the 4,096th processed event is a kernel's end
+  for (int i = 0; i < kKernels; ++i) {
+    a.add_event({1000 * int64_t{i}, k, 0, 0, true, flags::nested});
+    a.add_event({1000 * int64_t{i} + 1000, k, 0, 0, false, flags::nested});
+  }
+  const Report r = a.finish(1000 * int64_t{kKernels});
+  EXPECT_EQ(r.channels[0].baseline_method.rfind("median of", 0), std::string::npos) << r.channels[0].baseline_method;
+}
+
+// Events past the run's end (finish closes windows at max(t_end, last event), as a re-analysed recording can
+// have): E(t_end), and with it the run's energy, stays exact although processing went on past it.
+TEST(Attributor, RunEnergyToTheRunsEndIsExactWhenEventsGoOnPastIt) {
+  KeyTable keys;
+  const KeyId k = keys.intern("k", Kind::kernel_for);
+  Attributor a({gpu(0, 25'000, 1000)}, keys);
+  a.begin_run(0);
+  for (int64_t t = 0; t <= 20'000'000; t += 20'000) a.add_reading({0, t, t < 5'000'000 ? 100.0 : 300.0});
+  for (int i = 0; i < 5000; ++i) {
+    a.add_event({int64_t{i} * 4000, k, 0, 0, true, flags::nested});
+    a.add_event({int64_t{i} * 4000 + 3000, k, 0, 0, false, flags::nested});
+  }
+  const Report r = a.finish(5'000'000);  // a 5 ms run at 100 W; the events go on to 20 ms, at 300 W after 5 ms
+  EXPECT_NEAR(r.channels[0].conservation.run_energy_j, 100.0 * 0.005, 0.01);
+}
+
 }  // namespace
 }  // namespace dooly::energy

@@ -162,11 +162,14 @@ void Attributor::keep_up() {
   // A sampler tick hands over a whole period of events at once (NVML's: 500 ms, ~70,000 kernels on a busy GPU).
   // Feeding the model and trimming as processing goes, rather than once at the end, keeps the segment queue at
   // the sensor's reach (~100 ms) instead of a whole period: less memory, fewer page faults, a queue that stays
-  // in cache. The same work advance() does with the same horizon: everything up to processed_ns_ is final.
+  // in cache. Only what lies strictly before processed_ns_ is final (more events may come at that very
+  // nanosecond: the next kernel's begin at the previous one's end), and the trace itself is left to advance():
+  // finish() evaluates E(t) at the run's end, which events may have gone past (a recording re-analysed).
   if (++since_keep_up_ < kKeepUpEvents) return;
   since_keep_up_ = 0;
-  process_model_samples(processed_ns_, false);
-  trim(processed_ns_);
+  const int64_t final_before = processed_ns_ == INT64_MIN ? INT64_MIN : processed_ns_ - 1;
+  process_model_samples(final_before, false);
+  trim(final_before, /*trace=*/false);
 }
 
 void Attributor::process_until(int64_t horizon_ns) {
@@ -429,11 +432,11 @@ void Attributor::add_model_sample(size_t c, const power::Reading& r) {
   ++m.n;
 }
 
-void Attributor::trim(int64_t horizon_ns) {
+void Attributor::trim(int64_t horizon_ns, bool trace) {
   int64_t keep_from = horizon_ns;
   for (size_t c = 0; c < n_channels_; ++c) {
     ChannelState& s = state_[c];
-    if (horizon_ns != INT64_MIN) s.trace.trim_before(horizon_ns);
+    if (trace && horizon_ns != INT64_MIN) s.trace.trim_before(horizon_ns);
     const power::Channel& ch = channels_[c];
     if (!s.model_pending.empty()) {
       const auto& r = s.model_pending.front();

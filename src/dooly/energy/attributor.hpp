@@ -216,7 +216,7 @@ class Attributor {
   void process_model_samples(int64_t horizon_ns, bool all);
   void add_model_sample(size_t c, const power::Reading& r);
   void reservoir(std::vector<double>& v, uint64_t& seen, double value);
-  void trim(int64_t horizon_ns);
+  void trim(int64_t horizon_ns, bool trace = true);  // segments no reading can need; trace points too if `trace`
   ChannelReport build_channel(size_t c, int64_t t_end);
 
   std::vector<power::Channel> channels_;

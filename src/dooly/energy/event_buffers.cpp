@@ -36,7 +36,7 @@ EventBuffers::Thread* EventBuffers::register_thread() noexcept {
       t = threads_.back().get();
     }
   } catch (...) {
-    return nullptr;  // out of memory: this thread's events are lost, the host program runs on
+    t = nullptr;  // out of memory: this thread's events are lost, the host program runs on
   }
   local_slot() = LocalThread{generation_, t};
   return t;

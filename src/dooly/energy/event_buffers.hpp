@@ -134,18 +134,13 @@ class EventBuffers {
     std::vector<RawEvent> slots_;
   };
 
-  // The calling thread's share, registered on its first call; nullptr when out of memory (its events are lost).
+  // The calling thread's share, registered on its first call; nullptr when that failed (out of memory: its
+  // events are lost, and registration is not retried at every hook).
   Thread* local() noexcept {
-    if (Thread* t = cached(generation_)) return t;
+    const LocalThread& l = local_slot();
+    if (l.generation == generation_) return l.thread;
     return register_thread();
   }
-  // What local() returns when the calling thread's last call was for the buffers of this generation, else
-  // nullptr: for hooks that keep generation() at hand and so skip reading the buffers object.
-  static Thread* cached(uint64_t generation) noexcept {
-    const LocalThread& l = local_slot();
-    return l.generation == generation ? l.thread : nullptr;
-  }
-  uint64_t generation() const noexcept { return generation_; }
 
   // Hot path (any thread).
   void record(KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {

@@ -56,12 +56,12 @@ class Profiler {
 
   KeyId key(std::string_view name, Kind kind) { return keys_.intern(name, kind); }
   // Hot path: one clock read and one store into this thread's ring; no lock. Never throws. Events are kept
-  // between start() and stop().
+  // between start() and stop() (outside, a thread gets no ring either).
   void begin(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept {
-    buffers_.record(key, device, true, flags);
+    if (running_.load(std::memory_order_relaxed)) buffers_.record(key, device, true, flags);
   }
   void end(KeyId key, int32_t device, uint32_t flags = flags::nested) noexcept {
-    buffers_.record(key, device, false, flags);
+    if (running_.load(std::memory_order_relaxed)) buffers_.record(key, device, false, flags);
   }
   // The rings begin() and end() write: for hooks that record through their thread's share directly.
   EventBuffers& events() noexcept { return buffers_; }

@@ -142,8 +142,8 @@ Connector::~Connector() { finalize(); }
 
 void Connector::disable(const std::string& why) noexcept {
   log::error("{} -- the program runs on without energy measurement", why);
-  owner_tp_ = nullptr;
-  events_ = nullptr;
+  owner_tp_.store(nullptr, std::memory_order_release);
+  events_.store(nullptr, std::memory_order_release);
   profiler_.reset();
 }
 
@@ -181,10 +181,9 @@ void Connector::init(int, uint64_t) noexcept {
     log::info("measuring {} through {} every {:g} ms", chans, profiler_->backend(),
               static_cast<double>(profiler_->period_ns()) / 1e6);
     profiler_->start();
-    events_generation_ = profiler_->events().generation();
-    events_ = &profiler_->events();
-    owner_thread_ = events_->local();
-    if (owner_thread_) owner_tp_ = energy::thread_pointer();
+    owner_thread_ = profiler_->events().local();
+    events_.store(&profiler_->events(), std::memory_order_release);
+    if (owner_thread_) owner_tp_.store(energy::thread_pointer(), std::memory_order_release);
     // Kokkos 4 calls the fence hooks ~6 times per kernel; unless fences are to get rows, have it stop (on the
     // H200's host those calls cost more than the kernel hooks themselves).
     if (!settings_.fences) fence_hooks_removed_ = remove_fence_hooks_();
@@ -353,8 +352,8 @@ std::string Connector::help() {
 
 void Connector::finalize() noexcept {
   if (!profiler_) return;
-  owner_tp_ = nullptr;
-  events_ = nullptr;
+  owner_tp_.store(nullptr, std::memory_order_release);
+  events_.store(nullptr, std::memory_order_release);
   try {
     report_ = profiler_->stop();
     {

@@ -1,6 +1,7 @@
 #pragma once
 // Kokkos Tools semantics on top of the energy engine. Every hook is noexcept: a failure is logged once and
 // the connector degrades to doing nothing, so the host program always runs on.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,15 +95,14 @@ class Connector {
   energy::EventBuffers::Thread* hook_thread() noexcept {
     // The thread that initialised the tool (the one that launches the kernels, normally) is known by its thread
     // pointer: its hooks read nothing else of the tool's before the ring itself.
-    if (energy::thread_pointer() == owner_tp_) [[likely]]
+    if (energy::thread_pointer() == owner_tp_.load(std::memory_order_acquire)) [[likely]]
       return owner_thread_;
     return other_thread();
   }
   // Any other thread's (out of line: the hooks' code stays short, a few cache lines).
   [[gnu::noinline]] energy::EventBuffers::Thread* other_thread() noexcept {
-    if (!events_) return nullptr;
-    if (energy::EventBuffers::Thread* t = energy::EventBuffers::cached(events_generation_)) return t;
-    return events_->local();
+    energy::EventBuffers* events = events_.load(std::memory_order_acquire);
+    return events ? events->local() : nullptr;
   }
   // A label the thread's memo does not hold: interned and remembered; kNoKey if that failed (out of memory).
   energy::KeyId learn_label(energy::EventBuffers::Thread& thread, const char* name, energy::Kind kind) noexcept;
@@ -110,10 +110,11 @@ class Connector {
 
   // What every kernel hook reads of the connector, first and together (one cache line: after a GPU launch and
   // fence little of the tool is still in cache, and each line it touches costs tens of ns on the H200's host).
-  const void* owner_tp_ = nullptr;                  // thread_pointer() of the thread that ran init, while measuring
+  // Published with release stores (owner_thread_ before owner_tp_) and read with acquire loads: plain moves on
+  // x86-64, ordered on weaker CPUs (aarch64) when init and finalize race hooks on other threads.
+  std::atomic<const void*> owner_tp_{nullptr};            // thread_pointer() of the thread that ran init, while measuring
   energy::EventBuffers::Thread* owner_thread_ = nullptr;  // its share of events_
-  energy::EventBuffers* events_ = nullptr;  // the profiler's while it measures, else nullptr
-  uint64_t events_generation_ = 0;          // events_->generation()
+  std::atomic<energy::EventBuffers*> events_{nullptr};    // the profiler's while it measures, else nullptr
   std::unique_ptr<energy::Profiler> profiler_;
   uint64_t generation_ = 0;  // tells this connector's per-thread region/copy stacks from another's
 

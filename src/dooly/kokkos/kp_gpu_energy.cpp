@@ -14,7 +14,11 @@ namespace {
 using dooly::kokkos::Connector;
 using dooly::energy::Kind;
 
-// The connector, constructed on first use (init or parse_args) and destroyed at exit after finalize has run.
+// The connector, constructed on first use (init or parse_args); at exit it is finalized (report written, power
+// source closed) but never destroyed: Kokkos may still call hooks after this library's exit-time destructors
+// (Kokkos::finalize registered with atexit before Kokkos::initialize, a global View released at exit), and
+// those must find a connector that measures nothing, not freed memory. What it still holds then is a few
+// settings and counters, left to the process's end.
 // Its storage follows the pointer that says it is ready, in one aligned block: a kernel hook's check and the
 // connector's first fields (all the hook reads of it) share one cache line.
 struct alignas(64) ConnectorSlot {
@@ -27,10 +31,10 @@ constinit ConnectorSlot slot;
   static std::once_flag once;
   std::call_once(once, [] {
     Connector* c = new (slot.storage) Connector;
-    // Destroyed in the order a function-local static would be: after everything constructed later.
-    static struct Destroyer {
-      ~Destroyer() { slot.ready.exchange(nullptr)->~Connector(); }
-    } destroyer;
+    // Finalized in the order a function-local static would be destroyed: after everything constructed later.
+    static struct Finalizer {
+      ~Finalizer() { slot.ready.load(std::memory_order_acquire)->finalize(); }
+    } finalizer;
     slot.ready.store(c, std::memory_order_release);
   });
   return *slot.ready.load(std::memory_order_acquire);
