@@ -175,12 +175,7 @@ class EventBuffers {
       const uint64_t h = only->head_.load(std::memory_order_acquire);
       uint64_t i = t;
       try {
-        // The hook thread wrote these lines on another core: ask for them a few lines ahead (never past the
-        // published ones: a line the hook is still writing would have to travel back).
-        for (; i < h; ++i) {
-          if (i + kPrefetchEvents < h) __builtin_prefetch(&only->data_[(i + kPrefetchEvents) & mask_]);
-          sink(only->index_, only->data_[i & mask_]);
-        }
+        for (; i < h; ++i) sink(only->index_, only->data_[i & mask_]);
       } catch (...) {
         only->tail_.store(i + 1, std::memory_order_release);  // what was handed over (and the failing one) is gone
         throw;
@@ -197,7 +192,6 @@ class EventBuffers {
   uint64_t dropped() const noexcept;
 
  private:
-  static constexpr uint64_t kPrefetchEvents = 32;  // 8 cache lines
   // One small plain thread-local with the initial-exec model: inside the dlopen'ed connector a general-dynamic
   // thread-local costs a __tls_get_addr call per access, several times the rest of the hook.
   struct LocalThread {
