@@ -55,6 +55,37 @@ TEST(Fifo, ASteadyStreamReusesOneBuffer) {
   }
 }
 
+TEST(Fifo, InsertsLandInPlaceWhenTheyTriggerReclaimingThePoppedSlots) {
+  // A queue held at ~300 live items while thousands pass through: its buffer fills again and again with the
+  // popped half, and each time the next push or insert reclaims those slots first. Inserts at every such
+  // moment (and in between) must land where they were aimed, as in a deque.
+  Fifo<int> fifo;
+  std::deque<int> ref;
+  int next = 0;
+  for (int i = 0; i < 300; ++i, ++next) {
+    fifo.push_back(next);
+    ref.push_back(next);
+  }
+  for (int step = 0; step < 20'000; ++step) {
+    fifo.pop_front();
+    ref.pop_front();
+    if (step % 7 == 0) {
+      const size_t at = static_cast<size_t>(step) % ref.size();
+      fifo.insert(fifo.begin() + static_cast<std::ptrdiff_t>(at), -step);
+      ref.insert(ref.begin() + static_cast<std::ptrdiff_t>(at), -step);
+      fifo.pop_front();
+      ref.pop_front();
+    }
+    fifo.push_back(next);
+    ref.push_back(next);
+    ++next;
+    ASSERT_EQ(fifo.size(), ref.size());
+    ASSERT_EQ(fifo.front(), ref.front()) << step;
+    ASSERT_EQ(fifo.back(), ref.back()) << step;
+  }
+  EXPECT_TRUE(std::equal(fifo.begin(), fifo.end(), ref.begin(), ref.end()));
+}
+
 TEST(Fifo, SupportsBinarySearchOverWhatIsLeft) {
   Fifo<int> fifo;
   for (int i = 0; i < 2000; ++i) fifo.push_back(2 * i);

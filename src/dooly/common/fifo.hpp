@@ -32,19 +32,13 @@ class Fifo {
   const_iterator end() const noexcept { return items_.end(); }
 
   void push_back(const T& item) {
-    // Full: reclaim the popped slots in one move instead of growing, when they are at least half. A queue
-    // that stays below its high-water mark moves each item at most once, and rarely: only when the buffer
-    // fills up, not every time half of what it holds has been popped.
-    if (items_.size() == items_.capacity() && head_ >= kCompactAt && 2 * head_ >= items_.size()) compact();
+    reclaim_if_full();
     items_.push_back(item);
   }
   iterator insert(const_iterator pos, const T& item) {
-    if (items_.size() == items_.capacity() && head_ >= kCompactAt && 2 * head_ >= items_.size()) {
-      const auto i = pos - cbegin();
-      compact();
-      pos = cbegin() + i;
-    }
-    return items_.insert(pos, item);
+    const auto i = pos - begin();  // among the live items: still right after the popped slots are reclaimed
+    reclaim_if_full();
+    return items_.insert(begin() + i, item);
   }
 
   void pop_front() noexcept {
@@ -59,8 +53,11 @@ class Fifo {
   }
 
  private:
-  const_iterator cbegin() const noexcept { return begin(); }
-  void compact() noexcept {
+  // Full: reclaim the popped slots in one move instead of growing, when they are at least half. A queue that
+  // stays below its high-water mark moves each item at most once, and rarely: only when the buffer fills up,
+  // not every time half of what it holds has been popped.
+  void reclaim_if_full() noexcept {
+    if (items_.size() < items_.capacity() || head_ < kCompactAt || 2 * head_ < items_.size()) return;
     items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
   }
