@@ -318,11 +318,11 @@ TEST(Attributor, BaselineFromQuietReadingsAndGivenBaseline) {
   EXPECT_EQ(rep2.channels[0].baseline_method, "given");
 }
 
-// The live profiler says how far events are complete before adding a tick's events (expect_events), so the
-// attributor processes covered events at once instead of queueing them. The result must be the same, number
-// for number, as queueing everything until advance(): two GPUs with different sensors, nested regions, a
-// free section, two threads, events that arrive a tick late, counter reads in between.
-TEST(Attributor, ProcessingEventsAsTheyArriveChangesNothing) {
+// A mixed stream, fed tick by tick: two GPUs with different sensors (channel 1 ignored when only one channel
+// is given), nested regions around kernels, a free section, two threads whose kernels overlap, events that
+// arrive a tick late, counter reads in between. `expect`: say how far events are complete before each tick's
+// events (the live profiler does), so covered events are processed as they arrive.
+Report feed_mixed_stream(std::vector<power::Channel> channels, bool expect, bool pairs) {
   constexpr int64_t kTick = 100 * kMs;
   struct Batch {
     std::vector<power::Reading> readings;
@@ -353,51 +353,87 @@ TEST(Attributor, ProcessingEventsAsTheyArriveChangesNothing) {
     if (n % 101 == 0) b.events.push_back({t + 50'000, sect, 0, -1, true, 0});
     if (n % 101 == 50) b.events.push_back({t + 50'000, sect, 0, -1, false, 0});
   }
-  auto run = [&](bool expect) {
-    Attributor a({gpu(0, 25 * kMs), gpu(1)}, keys);
-    a.begin_run(0);
-    a.add_counter(0, 2 * kMs, 10.0);
-    for (size_t i = 0; i < batches.size(); ++i) {
-      const int64_t tick = static_cast<int64_t>(i + 1) * kTick;
-      for (const auto& r : batches[i].readings) a.add_reading(r);
-      if (i == 15) a.add_counter(1, tick - 30 * kMs, 500.0);  // read mid-run, arrives after later events
-      std::vector<Event> evs = batches[i].events;
-      std::stable_sort(evs.begin(), evs.end(), [](const Event& x, const Event& y) { return x.t_ns < y.t_ns; });
-      if (expect) a.expect_events(tick);
-      for (const auto& e : evs) a.add_event(e);
-      a.advance(tick);
-    }
-    a.add_counter(0, 3 * kSec, 700.0);
-    a.add_counter(1, 3 * kSec, 900.0);
-    return a.finish(3 * kSec);
-  };
-  const Report queued = run(false), direct = run(true);
-  ASSERT_EQ(queued.channels.size(), 2u);
-  EXPECT_EQ(queued.unmatched_events, direct.unmatched_events);
-  for (size_t c = 0; c < 2; ++c) {
-    const ChannelReport &q = queued.channels[c], &d = direct.channels[c];
-    ASSERT_EQ(q.rows.size(), d.rows.size());
-    ASSERT_GE(q.rows.size(), 3u);
-    for (size_t i = 0; i < q.rows.size(); ++i) {
-      SCOPED_TRACE(q.rows[i].name);
-      EXPECT_EQ(q.rows[i].name, d.rows[i].name);
-      EXPECT_EQ(q.rows[i].calls, d.rows[i].calls);
-      EXPECT_DOUBLE_EQ(q.rows[i].time_s, d.rows[i].time_s);
-      EXPECT_DOUBLE_EQ(q.rows[i].energy_j, d.rows[i].energy_j);
-      EXPECT_DOUBLE_EQ(q.rows[i].excl_energy_j, d.rows[i].excl_energy_j);
-      ASSERT_EQ(q.rows[i].model_energy_j.has_value(), d.rows[i].model_energy_j.has_value());
-      if (q.rows[i].model_energy_j) {
-        EXPECT_DOUBLE_EQ(*q.rows[i].model_energy_j, *d.rows[i].model_energy_j);
-      }
-    }
-    EXPECT_DOUBLE_EQ(q.conservation.run_energy_j, d.conservation.run_energy_j);
-    EXPECT_DOUBLE_EQ(q.conservation.attributed_j, d.conservation.attributed_j);
-    EXPECT_TRUE(q.fit.fitted);
-    EXPECT_DOUBLE_EQ(q.fit.residual_rms_w, d.fit.residual_rms_w);
+  AttributorOptions options;
+  options.pair_windows = pairs;
+  Attributor a(std::move(channels), keys, options);
+  a.begin_run(0);
+  a.add_counter(0, 2 * kMs, 10.0);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const int64_t tick = static_cast<int64_t>(i + 1) * kTick;
+    for (const auto& r : batches[i].readings) a.add_reading(r);
+    if (i == 15) a.add_counter(1, tick - 30 * kMs, 500.0);  // read mid-run, arrives after later events
+    std::vector<Event> evs = batches[i].events;
+    std::stable_sort(evs.begin(), evs.end(), [](const Event& x, const Event& y) { return x.t_ns < y.t_ns; });
+    if (expect) a.expect_events(tick);
+    for (const auto& e : evs) a.add_event(e);
+    a.advance(tick);
   }
+  a.add_counter(0, 3 * kSec, 700.0);
+  a.add_counter(1, 3 * kSec, 900.0);
+  return a.finish(3 * kSec);
+}
+
+// Every figure of two reports alike: to the last bit when `exact`, else to 4 ulps.
+void expect_same_figures(const Report& x, const Report& y, bool exact) {
+  auto same = [exact](double a, double b) {
+    if (exact) {
+      EXPECT_EQ(a, b);
+    } else {
+      EXPECT_DOUBLE_EQ(a, b);
+    }
+  };
+  EXPECT_EQ(x.unmatched_events, y.unmatched_events);
+  ASSERT_EQ(x.channels.size(), y.channels.size());
+  for (size_t c = 0; c < x.channels.size(); ++c) {
+    const ChannelReport &p = x.channels[c], &q = y.channels[c];
+    ASSERT_EQ(p.rows.size(), q.rows.size());
+    ASSERT_GE(p.rows.size(), 3u);
+    for (size_t i = 0; i < p.rows.size(); ++i) {
+      SCOPED_TRACE(p.rows[i].name);
+      EXPECT_EQ(p.rows[i].name, q.rows[i].name);
+      EXPECT_EQ(p.rows[i].calls, q.rows[i].calls);
+      EXPECT_EQ(p.rows[i].short_windows, q.rows[i].short_windows);
+      EXPECT_EQ(p.rows[i].extrapolated_windows, q.rows[i].extrapolated_windows);
+      same(p.rows[i].time_s, q.rows[i].time_s);
+      same(p.rows[i].energy_j, q.rows[i].energy_j);
+      same(p.rows[i].excl_time_s, q.rows[i].excl_time_s);
+      same(p.rows[i].excl_energy_j, q.rows[i].excl_energy_j);
+      ASSERT_EQ(p.rows[i].model_energy_j.has_value(), q.rows[i].model_energy_j.has_value());
+      if (p.rows[i].model_energy_j) same(*p.rows[i].model_energy_j, *q.rows[i].model_energy_j);
+    }
+    same(p.conservation.run_energy_j, q.conservation.run_energy_j);
+    same(p.conservation.attributed_j, q.conservation.attributed_j);
+    EXPECT_TRUE(p.fit.fitted);
+    EXPECT_EQ(p.fit.samples, q.fit.samples);
+    same(p.fit.residual_rms_w, q.fit.residual_rms_w);
+    same(p.fit.intercept_w, q.fit.intercept_w);
+  }
+}
+
+// The live profiler says how far events are complete before adding a tick's events (expect_events), so the
+// attributor processes covered events at once instead of queueing them. The result must be the same, number
+// for number, as queueing everything until advance().
+TEST(Attributor, ProcessingEventsAsTheyArriveChangesNothing) {
+  const Report queued = feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, false, true);
+  const Report direct = feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, true, true);
+  ASSERT_EQ(queued.channels.size(), 2u);
+  expect_same_figures(queued, direct, false);
   // The stream really exercised both paths: kernels on both GPUs, the late thread-1 kernels, the region.
-  EXPECT_EQ(row(queued.channels[1], "copy").calls, row(direct.channels[1], "copy").calls);
+  EXPECT_GT(row(queued.channels[1], "copy").calls, 400u);
   EXPECT_GT(row(queued.channels[0], "step").calls, 50u);
+}
+
+// A window whose end comes straight after its begin (a kernel's) is charged from its two edges in one step.
+// Every figure must be what processing the two events one at a time gives, to the last bit: one channel (its
+// own code path) and two, events processed as they arrive or queued.
+TEST(Attributor, ChargingAWindowFromBothEdgesAtOnceChangesNothing) {
+  for (const bool expect : {true, false}) {
+    SCOPED_TRACE(expect ? "processed as they arrive" : "queued");
+    expect_same_figures(feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, expect, false),
+                        feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, expect, true), true);
+    expect_same_figures(feed_mixed_stream({gpu(0, 25 * kMs)}, expect, false),
+                        feed_mixed_stream({gpu(0, 25 * kMs)}, expect, true), true);
+  }
 }
 
 TEST(Attributor, TrimmingOldSegmentsNeverChangesTheModel) {

@@ -25,7 +25,9 @@ Attributor::Attributor(std::vector<power::Channel> channels, const KeyTable& key
       n_channels_(channels_.size()),
       keys_(keys),
       options_(options),
-      state_(n_channels_) {
+      state_(n_channels_),
+      scratch_e_(n_channels_),
+      scratch_e0_(n_channels_) {
   for (size_t c = 0; c < n_channels_; ++c) {
     ChannelState& s = state_[c];
     s.model.gram = Eigen::MatrixXd::Zero(1, 1);
@@ -56,6 +58,7 @@ void Attributor::begin_run(int64_t t_ns) {
 
 void Attributor::add_reading(const power::Reading& r) {
   if (r.channel >= state_.size()) return;
+  release_held();  // its E(t) is taken before this reading, as it would have been had it not been held
   ChannelState& s = state_[r.channel];
   const power::Channel& ch = channels_[r.channel];
   const int64_t aligned = r.t_ns - ch.sensor.delay_ns - sensor_window(ch, r) / 2;
@@ -73,6 +76,13 @@ void Attributor::add_reading(const power::Reading& r) {
 }
 
 void Attributor::add_event(const Event& event) {
+  if (holding_) {
+    if (pairs_with_held(event)) {
+      holding_ = false;
+      return process_pair(held_, event);
+    }
+    release_held();
+  }
   // An event older than what is already processed (its thread was preempted between its clock read and its
   // store, and processing has moved on, trimming the readings behind it) is moved up to that instant.
   Event e = event;
@@ -86,6 +96,11 @@ void Attributor::add_event(const Event& event) {
     // Covered already: everything pending is older (this event is the newest), so process it all, then this.
     if (!pending_.empty()) process_until(e.t_ns);
     process_counter_marks(e.t_ns);
+    if (e.begin && (e.flags & flags::nested) && options_.pair_windows) {
+      held_ = e;
+      holding_ = true;
+      return;
+    }
     process_event(e);
     keep_up();
     return;
@@ -98,6 +113,7 @@ void Attributor::add_event(const Event& event) {
 
 void Attributor::add_counter(uint32_t channel, int64_t t_ns, double energy_j) {
   if (channel >= state_.size()) return;
+  release_held();
   ChannelState& s = state_[channel];
   if (!s.counter_first) s.counter_first = {t_ns, energy_j};
   s.counter_last = {t_ns, energy_j};
@@ -121,6 +137,7 @@ void Attributor::take_counter_marks(int64_t until_ns) {
 }
 
 void Attributor::mark_dead(uint32_t channel) {
+  release_held();
   if (channel < state_.size()) state_[channel].dead = true;
 }
 
@@ -142,6 +159,7 @@ void Attributor::expect_events(int64_t events_complete_ns) {
 }
 
 void Attributor::advance(int64_t events_complete_ns) {
+  release_held();
   const int64_t horizon = this->horizon(events_complete_ns);
   ready_ns_ = std::max(ready_ns_, horizon);
   process_until(horizon);
@@ -173,12 +191,25 @@ void Attributor::keep_up() {
 }
 
 void Attributor::process_until(int64_t horizon_ns) {
-  while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) process_oldest_pending();
+  while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) {
+    const Event e = pending_.front();
+    pending_.pop_front();
+    process_counter_marks(e.t_ns);
+    if (e.begin && (e.flags & flags::nested) && options_.pair_windows && !pending_.empty() &&
+        closes(e, pending_.front()) && pending_.front().t_ns <= horizon_ns) {
+      const Event end = pending_.front();
+      pending_.pop_front();
+      process_pair(e, end);
+      continue;
+    }
+    process_event(e);
+    keep_up();
+  }
   process_counter_marks(horizon_ns);
   if (horizon_ns > processed_ns_) processed_ns_ = horizon_ns;
 }
 
-void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack) {
+void Attributor::close_segment(Open& top, int64_t t, const double* e, const FrameStack& stack) {
   const int64_t dt = t - top.seg_t0;
   if (dt <= 0) return;
   for (size_t c = 0; c < n_channels_; ++c) {
@@ -187,30 +218,32 @@ void Attributor::close_segment(Open& top, int64_t t, const std::vector<double>& 
     a.excl_time_ns += dt;
     a.excl_energy_j += e[c] - top.seg_e0[c];
   }
-  record_segment(top, t, stack);
+  record_segment(top.key, top.device, top.seg_t0, t, stack, false);
 }
 
-void Attributor::record_segment(const Open& top, int64_t t, const FrameStack& stack) {
+void Attributor::record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, const FrameStack& stack,
+                                bool own_window_apart) {
   if (!options_.model) return;
-  const int64_t dt = t - top.seg_t0;
+  const int64_t dt = t1 - t0;
   if (segments_.size() >= options_.max_segments) {
     segments_.pop_front();
     ++segments_dropped_;
   }
-  segments_.push_back({top.seg_t0, t, top.key, top.device, stack.thread});
+  segments_.push_back({t0, t1, key, device, stack.thread});
   // Time this innermost stretch adds under each enclosing window (for the model's inclusive energies); under
   // its own window (always once, more when a key nests in itself) it goes to a plain array.
+  if (key >= self_overlap_ns_.size()) self_overlap_ns_.resize(key + 1, 0);
+  if (own_window_apart) self_overlap_ns_[key] += dt;
   for (const Open& o : stack) {
-    if (o.key == top.key) {
-      if (top.key >= self_overlap_ns_.size()) self_overlap_ns_.resize(top.key + 1, 0);
-      self_overlap_ns_[top.key] += dt;
+    if (o.key == key) {
+      self_overlap_ns_[key] += dt;
     } else {
-      overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | top.key] += dt;
+      overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | key] += dt;
     }
   }
 }
 
-void Attributor::end_nested(FrameStack& stack, int64_t t, const std::vector<double>& e, bool extrapolated) {
+void Attributor::end_nested(FrameStack& stack, int64_t t, const double* e, bool extrapolated) {
   Open& top = stack.back();
   const int64_t seg_dt = t - top.seg_t0;
   const int64_t dt = t - top.t0;
@@ -219,32 +252,58 @@ void Attributor::end_nested(FrameStack& stack, int64_t t, const std::vector<doub
   // outermost window the busy span.
   for (size_t c = 0; c < n_channels_; ++c) {
     if (!relevant(c, top.device)) continue;
-    Acc& a = acc(top.key, c);
-    if (seg_dt > 0) {
-      a.excl_time_ns += seg_dt;
-      a.excl_energy_j += e[c] - top.seg_e0[c];
-    }
-    ++a.calls;
-    a.time_ns += dt;
-    a.energy_j += e[c] - top.e0[c];
-    if (dt < channels_[c].sensor.update_ns) ++a.short_windows;
-    if (extrapolated) ++a.extrapolated;
+    charge(acc(top.key, c), c, dt, e[c] - top.e0[c], seg_dt, e[c] - top.seg_e0[c], extrapolated);
     if (outermost) {
       ChannelState& s = state_[c];
       if (--s.busy == 0) s.attributed_j += e[c] - s.busy_e0;
     }
   }
-  if (seg_dt > 0) record_segment(top, t, stack);
+  if (seg_dt > 0) record_segment(top.key, top.device, top.seg_t0, t, stack, false);
   stack.pop_back();
   if (!stack.empty()) {
     stack.back().seg_t0 = t;
-    copy_energies(stack.back().seg_e0, e);
+    copy_energies(stack.back().seg_e0, e, n_channels_);
   }
+}
+
+template <size_t N>
+void Attributor::process_pair_n(const Event& begin, const Event& end) {
+  // What process_event does with the begin and then the end, without the frame in between.
+  const size_t n = N ? N : n_channels_;
+  process_counter_marks(end.t_ns);
+  double e0_local[N ? N : 1], e1_local[N ? N : 1];
+  double* e0 = N ? e0_local : scratch_e0_.data();
+  double* e1 = N ? e1_local : scratch_e_.data();
+  bool extrapolated = false;
+  for (size_t c = 0; c < n; ++c) {
+    const PowerTrace& trace = state_[c].trace;
+    bool ignored = false;  // a begin's extrapolation is not counted (as in process_event)
+    e0[c] = trace.energy_j(begin.t_ns, &ignored);
+    e1[c] = trace.energy_j(end.t_ns, &extrapolated);
+  }
+  processed_ns_ = std::max(processed_ns_, end.t_ns);
+  FrameStack& stack = stack_of(begin.thread);
+  if (!stack.empty()) close_segment(stack.back(), begin.t_ns, e0, stack);
+  const bool outermost = stack.empty();
+  const int64_t dt = end.t_ns - begin.t_ns;
+  for (size_t c = 0; c < n; ++c) {
+    if (!relevant(c, begin.device)) continue;
+    const double de = e1[c] - e0[c];
+    charge(acc(begin.key, c), c, dt, de, dt, de, extrapolated);
+    if (outermost && state_[c].busy == 0) state_[c].attributed_j += de;  // busy from begin to end, alone
+  }
+  if (dt > 0) record_segment(begin.key, begin.device, begin.t_ns, end.t_ns, stack, true);
+  if (!stack.empty()) {
+    stack.back().seg_t0 = end.t_ns;
+    copy_energies(stack.back().seg_e0, e1, n);
+  }
+  since_keep_up_ += 1;  // the begin; keep_up() counts the end
+  keep_up();
 }
 
 void Attributor::process_event(const Event& ev) {
   bool extrapolated = false;
-  std::vector<double>& e = scratch_e_;
+  double* e = scratch_e_.data();
   energies_at(ev.t_ns, e, extrapolated);
   processed_ns_ = std::max(processed_ns_, ev.t_ns);
 
@@ -260,7 +319,7 @@ void Attributor::process_event(const Event& ev) {
     const Kind kind = kinds_[ev.key];
     auto& opens = free_open_[ev.key];
     if (ev.begin) {
-      opens.push_back(Open{ev.key, ev.device, ev.t_ns, ev.t_ns, e, {}});
+      opens.push_back(Open{ev.key, ev.device, ev.t_ns, ev.t_ns, std::vector<double>(e, e + n_channels_), {}});
       return;
     }
     if (opens.empty()) {
@@ -299,7 +358,7 @@ void Attributor::process_event(const Event& ev) {
         if (s.busy++ == 0) s.busy_e0 = e[c];
       }
     }
-    stack.push(ev.key, ev.device, ev.t_ns, e);
+    stack.push(ev.key, ev.device, ev.t_ns, e, n_channels_);
     return;
   }
   // An end: normally the top of the stack. Ends of windows whose begin was lost, or that close an outer
@@ -456,16 +515,17 @@ void Attributor::trim(int64_t horizon_ns, bool trace) {
 }
 
 Report Attributor::finish(int64_t t_end_ns) {
+  release_held();
   process_until(INT64_MAX);
   // Windows still open at the end of the run are closed there (and counted as unmatched).
   const int64_t t_close = std::max(t_end_ns, last_event_ns_);
   bool extrapolated = false;
-  std::vector<double> e;
-  energies_at(t_close, e, extrapolated);
+  std::vector<double> e(n_channels_);
+  energies_at(t_close, e.data(), extrapolated);
   for (FrameStack& stack : stacks_)
     while (!stack.empty()) {
       ++unmatched_;
-      end_nested(stack, t_close, e, extrapolated);
+      end_nested(stack, t_close, e.data(), extrapolated);
     }
   process_model_samples(INT64_MAX, true);
 

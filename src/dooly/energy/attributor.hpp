@@ -40,6 +40,9 @@ struct AttributorOptions {
   size_t max_quiet_samples = 1u << 17;   // reservoir for the quiet-sample baseline
   std::optional<double> baseline_w;      // given by the user: used for J/call and as the fixed intercept
   bool model = true;
+  // Charge a window that opens and closes with no event in between in one step (see process_pair). The same
+  // figures either way, bit for bit; false processes every event on its own (the tests compare the two).
+  bool pair_windows = true;
 };
 
 class Attributor {
@@ -63,7 +66,7 @@ class Attributor {
   // Processes everything (holding the last reading where traces end) and builds the report.
   Report finish(int64_t t_end_ns);
 
-  size_t pending_events() const noexcept { return pending_.size(); }
+  size_t pending_events() const noexcept { return pending_.size() + (holding_ ? 1 : 0); }
   // What is held in memory now (the bounded-memory tests watch these).
   size_t retained_readings() const noexcept;
   size_t retained_segments() const noexcept { return segments_.size(); }
@@ -88,16 +91,14 @@ class Attributor {
     std::vector<double> e0;      // E(t0) per channel
     std::vector<double> seg_e0;  // E(seg_t0) per channel
   };
-  // dst = src without a memmove call for the usual one or two channels (this runs twice per event).
-  static void copy_energies(std::vector<double>& dst, const std::vector<double>& src) {
-    const size_t n = src.size();
+  // dst = src (n channels) without a memmove call for the usual one or two channels (this runs twice per event).
+  static void copy_energies(std::vector<double>& dst, const double* src, size_t n) {
     if (dst.size() != n) dst.resize(n);
     double* d = dst.data();
-    const double* s = src.data();
     if (n <= 2) {
-      for (size_t i = 0; i < n; ++i) d[i] = s[i];
+      for (size_t i = 0; i < n; ++i) d[i] = src[i];
     } else {
-      std::copy(s, s + n, d);
+      std::copy(src, src + n, d);
     }
   }
   // One thread's open nested windows. Frames are reused (their energy vectors keep their capacity), so the
@@ -108,7 +109,7 @@ class Attributor {
     size_t size() const noexcept { return depth_; }
     Open& back() noexcept { return frames_[depth_ - 1]; }
     const Open& back() const noexcept { return frames_[depth_ - 1]; }
-    void push(KeyId key, int32_t device, int64_t t, const std::vector<double>& e) {
+    void push(KeyId key, int32_t device, int64_t t, const double* e, size_t n) {
       if (depth_ == allocated_) {
         frames_.emplace_back();
         ++allocated_;
@@ -117,8 +118,8 @@ class Attributor {
       o.key = key;
       o.device = device;
       o.t0 = o.seg_t0 = t;
-      copy_energies(o.e0, e);
-      copy_energies(o.seg_e0, e);
+      copy_energies(o.e0, e, n);
+      copy_energies(o.seg_e0, e, n);
     }
     void pop_back() noexcept { --depth_; }
     std::vector<Open>::const_iterator begin() const noexcept { return frames_.begin(); }
@@ -197,22 +198,55 @@ class Attributor {
   static constexpr uint32_t kKeepUpEvents = 4096;
   uint32_t since_keep_up_ = 0;
   void process_event(const Event& e);
+  // A window that opens and closes with no event in between (a kernel's, nearly always) is charged in one step
+  // from its two edges: no frame pushed and popped, no energies copied, one trip through the queues. Its begin
+  // is therefore held back by one event; anything else that comes first releases it to the usual path. The
+  // figures are the same, bit for bit, as the begin and the end processed one after the other.
+  static bool closes(const Event& begin, const Event& e) noexcept {
+    return !e.begin && (e.flags & flags::nested) && e.key == begin.key && e.thread == begin.thread && e.t_ns >= begin.t_ns;
+  }
+  bool pairs_with_held(const Event& e) const noexcept { return closes(held_, e) && e.t_ns <= ready_ns_; }
+  void release_held() {
+    if (!holding_) return;
+    holding_ = false;
+    process_event(held_);
+    keep_up();
+  }
+  void process_pair(const Event& begin, const Event& end) {
+    if (n_channels_ == 1) return process_pair_n<1>(begin, end);
+    process_pair_n<0>(begin, end);
+  }
+  template <size_t N>  // N channels (0: n_channels_): one GPU's is the usual case, its energies stay in registers
+  void process_pair_n(const Event& begin, const Event& end);
+  // A closing window's figures on one channel: dt and de over the whole window, seg_dt and seg_de over its last
+  // innermost stretch (exclusive).
+  void charge(Acc& a, size_t c, int64_t dt, double de, int64_t seg_dt, double seg_de, bool extrapolated) const noexcept {
+    if (seg_dt > 0) {
+      a.excl_time_ns += seg_dt;
+      a.excl_energy_j += seg_de;
+    }
+    ++a.calls;
+    a.time_ns += dt;
+    a.energy_j += de;
+    if (dt < channels_[c].sensor.update_ns) ++a.short_windows;
+    if (extrapolated) ++a.extrapolated;
+  }
   void process_counter_marks(int64_t until_ns) {
     if (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) take_counter_marks(until_ns);
   }
   void take_counter_marks(int64_t until_ns);
-  // E(t) of every channel (twice per event: inline).
-  void energies_at(int64_t t_ns, std::vector<double>& out, bool& extrapolated) const {
+  // E(t) of every channel into out[0, n_channels_) (once or twice per event: inline).
+  void energies_at(int64_t t_ns, double* out, bool& extrapolated) const {
     const size_t n = n_channels_;
-    if (out.size() != n) out.resize(n);  // once: the scratch vectors keep their size
-    double* e = out.data();
     bool ex = false;
-    for (size_t c = 0; c < n; ++c) e[c] = state_[c].trace.energy_j(t_ns, &ex);
+    for (size_t c = 0; c < n; ++c) out[c] = state_[c].trace.energy_j(t_ns, &ex);
     if (ex) extrapolated = true;
   }
-  void close_segment(Open& top, int64_t t, const std::vector<double>& e, const FrameStack& stack);
-  void record_segment(const Open& top, int64_t t, const FrameStack& stack);  // for the model
-  void end_nested(FrameStack& stack, int64_t t, const std::vector<double>& e, bool extrapolated);
+  void close_segment(Open& top, int64_t t, const double* e, const FrameStack& stack);
+  // For the model: key ran innermost over [t0, t1) on the stack's thread, under the stack's open windows, which
+  // hold key's own window unless `own_window_apart` (a pair's window is on no stack).
+  void record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, const FrameStack& stack, bool own_window_apart);
+  void end_nested(FrameStack& stack, int64_t t, const double* e, bool extrapolated);
   void process_model_samples(int64_t horizon_ns, bool all);
   void add_model_sample(size_t c, const power::Reading& r);
   void reservoir(std::vector<double>& v, uint64_t& seen, double value);
@@ -236,6 +270,8 @@ class Attributor {
   Fifo<std::pair<int64_t, uint32_t>> counter_marks_;  // (t, channel) of counter reads not yet reached
   std::vector<int64_t> self_overlap_ns_;              // [key]: innermost time under its own window(s)
   std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time, ancestor != innermost
+  Event held_{};          // a nested begin that came in time order and is covered: see pairs_with_held()
+  bool holding_ = false;
   int64_t processed_ns_ = INT64_MIN;                   // events processed up to here
   int64_t last_event_ns_ = INT64_MIN;
   int64_t ready_ns_ = INT64_MIN;  // an event added at or before this (and in order) is processed at once
@@ -243,7 +279,7 @@ class Attributor {
   uint64_t unmatched_ = 0;
   uint64_t segments_dropped_ = 0;
   uint64_t rng_ = 0x9E3779B97F4A7C15ull;
-  std::vector<double> scratch_e_;
+  std::vector<double> scratch_e_, scratch_e0_;  // n_channels_ each, from the start
   std::vector<bool> scratch_past_;
   std::vector<std::pair<KeyId, int64_t>> scratch_occ_;  // add_model_sample's occupancy per key
 };
