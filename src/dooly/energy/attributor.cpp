@@ -121,12 +121,12 @@ void Attributor::add_counter(uint32_t channel, int64_t t_ns, double energy_j) {
   // away, so conservation compares like with like however long the run. Counter reads may arrive out of order
   // with the events (they are read on another thread): they wait in their own time-sorted queue.
   auto pos = std::upper_bound(counter_marks_.begin(), counter_marks_.end(), t_ns,
-                              [](int64_t t, const std::pair<int64_t, uint32_t>& m) { return t < m.first; });
-  counter_marks_.insert(pos, {t_ns, channel});
+                              [](int64_t t, const CounterMark& m) { return t < m.t_ns; });
+  counter_marks_.insert(pos, CounterMark{t_ns, channel});
 }
 
 void Attributor::take_counter_marks(int64_t until_ns) {
-  while (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) {
+  while (!counter_marks_.empty() && counter_marks_.front().t_ns <= until_ns) {
     const auto [t, channel] = counter_marks_.front();
     counter_marks_.pop_front();
     ChannelState& s = state_[channel];
@@ -417,16 +417,13 @@ void Attributor::add_model_sample(size_t c, const power::Reading& r) {
   std::vector<std::pair<KeyId, int64_t>>& occ = scratch_occ_;
   occ.clear();
   size_t last = 0;
-  auto add = [&](KeyId key, int32_t device, int64_t t0, int64_t t1) {
-    if (!relevant(c, device)) return;
-    int64_t ns;
-    if (w == 0) {
-      ns = (t0 <= b && b < t1) ? 1 : 0;
-    } else {
-      ns = std::min(b, t1) - std::max(a, t0);
-    }
+  const int32_t only = s.only_device;
+  // Inlined: it runs for every segment the window holds (a thousand or so per NVML reading).
+  auto add = [&](KeyId key, int32_t device, int64_t t0, int64_t t1) __attribute__((always_inline)) {
+    if (only >= 0 && device >= 0 && only != device) return;  // relevant(c, device)
+    const int64_t ns = w == 0 ? int64_t{t0 <= b && b < t1} : std::min(b, t1) - std::max(a, t0);
     if (ns <= 0) return;
-    if (last < occ.size() && occ[last].first == key) {
+    if (last < occ.size() && occ[last].first == key) [[likely]] {
       occ[last].second += ns;
       return;
     }
@@ -439,17 +436,18 @@ void Attributor::add_model_sample(size_t c, const power::Reading& r) {
     last = occ.size();
     occ.emplace_back(key, ns);
   };
-  auto first = std::lower_bound(segments_.begin(), segments_.end(), a,
-                                [](const Segment& sg, int64_t t) { return sg.t1 <= t; });
+  const auto end = segments_.end();
+  auto first = std::lower_bound(segments_.begin(), end, a, [](const Segment& sg, int64_t t) { return sg.t1 <= t; });
   // Segments are in order of their end; each thread's are disjoint and in order, so once a thread shows a
   // segment starting after the window, none of its later ones can overlap it: stop when every thread has.
   std::vector<bool>& past = scratch_past_;
   past.assign(stacks_.size(), false);
+  const size_t n_threads = past.size();
   size_t threads_past = 0;
-  for (auto it = first; it != segments_.end() && threads_past < past.size(); ++it) {
+  for (auto it = first; it != end && threads_past < n_threads; ++it) {
     if (it->t0 < b || (w == 0 && it->t0 <= b)) {
       add(it->key, it->device, it->t0, it->t1);
-    } else if (it->thread < past.size() && !past[it->thread]) {
+    } else if (it->thread < n_threads && !past[it->thread]) {
       past[it->thread] = true;
       ++threads_past;
     }

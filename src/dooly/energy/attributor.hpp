@@ -232,7 +232,7 @@ class Attributor {
     if (extrapolated) ++a.extrapolated;
   }
   void process_counter_marks(int64_t until_ns) {
-    if (!counter_marks_.empty() && counter_marks_.front().first <= until_ns) take_counter_marks(until_ns);
+    if (!counter_marks_.empty() && counter_marks_.front().t_ns <= until_ns) take_counter_marks(until_ns);
   }
   void take_counter_marks(int64_t until_ns);
   // E(t) of every channel into out[0, n_channels_) (once or twice per event: inline).
@@ -267,7 +267,11 @@ class Attributor {
   size_t n_stacks_ = 0;             // stacks_.size()
   std::unordered_map<KeyId, std::vector<Open>> free_open_;
   Fifo<Segment> segments_;
-  Fifo<std::pair<int64_t, uint32_t>> counter_marks_;  // (t, channel) of counter reads not yet reached
+  struct CounterMark {  // a counter read not yet reached
+    int64_t t_ns;
+    uint32_t channel;
+  };
+  Fifo<CounterMark> counter_marks_;
   std::vector<int64_t> self_overlap_ns_;              // [key]: innermost time under its own window(s)
   std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time, ancestor != innermost
   Event held_{};          // a nested begin that came in time order and is covered: see pairs_with_held()
