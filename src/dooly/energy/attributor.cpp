@@ -75,7 +75,7 @@ void Attributor::add_reading(const power::Reading& r) {
   if (options_.model) s.model_pending.push_back(r);
 }
 
-void Attributor::add_event(const Event& event) {
+void Attributor::add_event_in_general(const Event& event) {
   if (holding_) {
     if (pairs_with_held(event)) {
       holding_ = false;
@@ -300,6 +300,10 @@ void Attributor::process_pair_n(const Event& begin, const Event& end) {
   since_keep_up_ += 1;  // the begin; keep_up() counts the end
   keep_up();
 }
+
+// Instantiated here for the inline dispatch in the header (add_event's fast path runs in other units).
+template void Attributor::process_pair_n<0>(const Event&, const Event&);
+template void Attributor::process_pair_n<1>(const Event&, const Event&);
 
 void Attributor::process_event(const Event& ev) {
   bool extrapolated = false;

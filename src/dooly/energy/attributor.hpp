@@ -54,7 +54,30 @@ class Attributor {
   // The run's first instant: conservation is reckoned from here to finish()'s t_end.
   void begin_run(int64_t t_ns);
   void add_reading(const power::Reading& reading);
-  void add_event(const Event& event);
+  void add_event(const Event& e) {
+    // The usual cases inline (the live profiler calls this for every event it drains): a kernel's end straight
+    // after its begin, a begin in time order that the traces cover, an event in order that they do not yet.
+    if (holding_) {
+      if (pairs_with_held(e)) [[likely]] {
+        holding_ = false;
+        return process_pair(held_, e);
+      }
+    } else if (e.t_ns >= last_event_ns_ && e.t_ns >= processed_ns_) {
+      if (e.t_ns > ready_ns_) {
+        last_event_ns_ = e.t_ns;
+        pending_.push_back(e);
+        return;
+      }
+      if (e.begin && (e.flags & flags::nested) && options_.pair_windows && pending_.empty() &&
+          (counter_marks_.empty() || counter_marks_.front().t_ns > e.t_ns)) {
+        last_event_ns_ = e.t_ns;
+        held_ = e;
+        holding_ = true;
+        return;
+      }
+    }
+    add_event_in_general(e);
+  }
   void add_counter(uint32_t channel, int64_t t_ns, double energy_j);
   // Every event before events_complete_ns is being added now (after this batch's readings): add_event may
   // process the ones the traces cover straight away. Optional; advance() does the same at the batch's end.
@@ -197,6 +220,7 @@ class Attributor {
   void keep_up();  // every kKeepUpEvents processed events: feed the model, trim
   static constexpr uint32_t kKeepUpEvents = 4096;
   uint32_t since_keep_up_ = 0;
+  void add_event_in_general(const Event& e);
   void process_event(const Event& e);
   // A window that opens and closes with no event in between (a kernel's, nearly always) is charged in one step
   // from its two edges: no frame pushed and popped, no energies copied, one trip through the queues. Its begin
