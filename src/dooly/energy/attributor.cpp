@@ -176,20 +176,6 @@ void Attributor::process_oldest_pending() {
   keep_up();
 }
 
-void Attributor::keep_up() {
-  // A sampler tick hands over a whole period of events at once (NVML's: 500 ms, ~70,000 kernels on a busy GPU).
-  // Feeding the model and trimming as processing goes, rather than once at the end, keeps the segment queue at
-  // the sensor's reach (~100 ms) instead of a whole period: less memory, fewer page faults, a queue that stays
-  // in cache. Only what lies strictly before processed_ns_ is final (more events may come at that very
-  // nanosecond: the next kernel's begin at the previous one's end), and the trace itself is left to advance():
-  // finish() evaluates E(t) at the run's end, which events may have gone past (a recording re-analysed).
-  if (++since_keep_up_ < kKeepUpEvents) return;
-  since_keep_up_ = 0;
-  const int64_t final_before = processed_ns_ == INT64_MIN ? INT64_MIN : processed_ns_ - 1;
-  process_model_samples(final_before, false);
-  trim(final_before, /*trace=*/false);
-}
-
 void Attributor::process_until(int64_t horizon_ns) {
   while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) {
     const Event e = pending_.front();
@@ -221,19 +207,9 @@ void Attributor::close_segment(Open& top, int64_t t, const double* e, const Fram
   record_segment(top.key, top.device, top.seg_t0, t, stack, false);
 }
 
-void Attributor::record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, const FrameStack& stack,
-                                bool own_window_apart) {
-  if (!options_.model) return;
-  const int64_t dt = t1 - t0;
-  if (segments_.size() >= options_.max_segments) {
-    segments_.pop_front();
-    ++segments_dropped_;
-  }
-  segments_.push_back({t0, t1, key, device, stack.thread});
+void Attributor::record_overlaps(KeyId key, int64_t dt, const FrameStack& stack) {
   // Time this innermost stretch adds under each enclosing window (for the model's inclusive energies); under
   // its own window (always once, more when a key nests in itself) it goes to a plain array.
-  if (key >= self_overlap_ns_.size()) self_overlap_ns_.resize(key + 1, 0);
-  if (own_window_apart) self_overlap_ns_[key] += dt;
   for (const Open& o : stack) {
     if (o.key == key) {
       self_overlap_ns_[key] += dt;
@@ -241,6 +217,18 @@ void Attributor::record_segment(KeyId key, int32_t device, int64_t t0, int64_t t
       overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | key] += dt;
     }
   }
+}
+
+void Attributor::grow_self_overlap(KeyId key) {
+  self_overlap_ns_.resize(static_cast<size_t>(key) + 1, 0);
+  n_self_overlap_ = self_overlap_ns_.size();
+}
+
+void Attributor::keep_up_now() {
+  since_keep_up_ = 0;
+  const int64_t final_before = processed_ns_ == INT64_MIN ? INT64_MIN : processed_ns_ - 1;
+  process_model_samples(final_before, false);
+  trim(final_before, /*trace=*/false);
 }
 
 void Attributor::end_nested(FrameStack& stack, int64_t t, const double* e, bool extrapolated) {
