@@ -184,10 +184,13 @@ void profiler_at_rate(benchmark::State& state) {
 // The sampler thread's per-kernel work alone, single-threaded and deterministic (no clock, no thread): one
 // simulated second at 70,000 kernels/s (state.range(0) = nesting depth: 1 = kernels at top level, 2 = inside
 // one region) over NVML-like readings (every 20 ms, 25 ms window, 4 ms late), handed to the Attributor in
-// 100 ms batches as the sampler's ticks do. Reports ns of attribution work per kernel.
+// 100 ms batches as the sampler's ticks do. state.range(1) = 1: a kernel's begin and end charged in one step
+// (the default), 0: one event at a time. Reports ns of attribution work per kernel.
 void attributor_stream(benchmark::State& state) {
   namespace en = dooly::energy;
   const int depth = static_cast<int>(state.range(0));
+  en::AttributorOptions options;
+  options.pair_windows = state.range(1) != 0;
   constexpr int64_t kSecond = 1'000'000'000, kKernel = kSecond / 70'000, kTick = 100'000'000;
   const dooly::power::Channel ch = nvml_like_channel();
   en::KeyTable keys;
@@ -202,7 +205,7 @@ void attributor_stream(benchmark::State& state) {
   if (depth > 1) events.push_back({kSecond - 1, region, 0, -1, false});
   const size_t kernel_count = (events.size() - (depth > 1 ? 2 : 0)) / 2;
   for (auto _ : state) {
-    en::Attributor a({ch}, keys);
+    en::Attributor a({ch}, keys, options);
     a.begin_run(0);
     size_t next_event = 0;
     int64_t next_reading = 0;
@@ -256,7 +259,12 @@ int main(int argc, char** argv) {
     for (auto _ : state) fake_kernel();
   });
   benchmark::RegisterBenchmark("Paced/Profiler/begin_end", profiler_begin_end_paced);
-  benchmark::RegisterBenchmark("Attributor/stream", attributor_stream)->Arg(1)->Arg(2);
+  benchmark::RegisterBenchmark("Attributor/stream", attributor_stream)
+      ->ArgNames({"depth", "pairs"})
+      ->Args({1, 1})
+      ->Args({1, 0})
+      ->Args({2, 1})
+      ->Args({2, 0});
   benchmark::RegisterBenchmark("Rate/Profiler/sampler", profiler_at_rate)->Arg(70'000)->MinTime(3.0)->UseRealTime();
   for (const Tool& t : tools())
     benchmark::RegisterBenchmark(("Paced/Tool/" + t.name + "/begin_end").c_str(), tool_begin_end_paced, &t);

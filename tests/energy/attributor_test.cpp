@@ -285,6 +285,38 @@ TEST(Attributor, ModelSeparatesRegionsUnderABoxcarSensor) {
   EXPECT_NEAR(c.fit.intercept_w, SquareWave::kIdle, 1e-6);
 }
 
+// Regions get the model's inclusive energy: the floor over their time plus each inner region's fitted power
+// over the time it ran inside them. The square wave's cycles, each wrapped in a "step" region, nine at a time
+// in an "outer" one; every tenth cycle runs outside both (its idle millisecond fixes the floor).
+TEST(Attributor, ModelChargesARegionWithTheRegionsItHolds) {
+  Feed run({gpu(0, 0)});
+  run.attr->begin_run(0);
+  const int64_t until = 3 * kSec;
+  for (int64_t t0 = 0, cycle = 0; t0 + 6 * kMs <= until; t0 += 6 * kMs, ++cycle) {
+    const bool wrapped = cycle % 10 != 9;
+    if (cycle % 10 == 0) run.edge("outer", t0, true);
+    if (wrapped) run.edge("step", t0, true);
+    run.window("A", t0, t0 + 3 * kMs, 0);
+    run.window("B", t0 + 3 * kMs, t0 + 5 * kMs, 0);
+    if (wrapped) run.edge("step", t0 + 6 * kMs, false);
+    if (cycle % 10 == 8) run.edge("outer", t0 + 6 * kMs, false);
+  }
+  for (int64_t t = 21 * kMs; t <= until; t += 7 * kMs) run.attr->add_reading({0, t, SquareWave::power(t)});
+  const Report rep = run.attr->finish(until);
+  const auto& c = rep.channels[0];
+  ASSERT_TRUE(c.fit.fitted) << c.fit.why_not;
+  EXPECT_NEAR(c.fit.intercept_w, SquareWave::kIdle, 1e-6);
+  EXPECT_NEAR(*row(c, "A").model_power_w, SquareWave::kA, 1e-6);
+  EXPECT_NEAR(*row(c, "step").model_power_w, 0.0, 1e-6);
+  const double per_cycle = SquareWave::kIdle * 6e-3 + SquareWave::kA * 3e-3 + SquareWave::kB * 2e-3;
+  const RegionRow& step = row(c, "step");
+  const RegionRow& outer = row(c, "outer");
+  ASSERT_EQ(step.calls, 450u);
+  ASSERT_EQ(outer.calls, 50u);
+  EXPECT_NEAR(*step.model_energy_j / static_cast<double>(step.calls), per_cycle, 1e-9);
+  EXPECT_NEAR(*outer.model_energy_j / static_cast<double>(outer.calls), 9 * per_cycle, 1e-9);
+}
+
 TEST(Attributor, ModelFlagsRegionsTheRunCannotSeparate) {
   // A and B always run together in the same proportion under a 96 ms boxcar (16 whole cycles): every
   // reading sees the same occupancies, so neither is separable from the other or from the idle floor.

@@ -195,7 +195,7 @@ void Attributor::process_until(int64_t horizon_ns) {
   if (horizon_ns > processed_ns_) processed_ns_ = horizon_ns;
 }
 
-void Attributor::close_segment(Open& top, int64_t t, const double* e, const FrameStack& stack) {
+void Attributor::close_segment(Open& top, int64_t t, const double* e, FrameStack& stack) {
   const int64_t dt = t - top.seg_t0;
   if (dt <= 0) return;
   for (size_t c = 0; c < n_channels_; ++c) {
@@ -207,14 +207,14 @@ void Attributor::close_segment(Open& top, int64_t t, const double* e, const Fram
   record_segment(top.key, top.device, top.seg_t0, t, stack, false);
 }
 
-void Attributor::record_overlaps(KeyId key, int64_t dt, const FrameStack& stack) {
+void Attributor::record_overlaps(KeyId key, int64_t dt, FrameStack& stack) {
   // Time this innermost stretch adds under each enclosing window (for the model's inclusive energies); under
   // its own window (always once, more when a key nests in itself) it goes to a plain array.
-  for (const Open& o : stack) {
+  for (Open& o : stack) {
     if (o.key == key) {
       self_overlap_ns_[key] += dt;
     } else {
-      overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | key] += dt;
+      o.add_inner(key, dt);
     }
   }
 }
@@ -247,6 +247,7 @@ void Attributor::end_nested(FrameStack& stack, int64_t t, const double* e, bool 
     }
   }
   if (seg_dt > 0) record_segment(top.key, top.device, top.seg_t0, t, stack, false);
+  for (const auto& [inner, ns] : top.inner_ns) overlap_ns_[(static_cast<uint64_t>(top.key) << 32) | inner] += ns;
   stack.pop_back();
   if (!stack.empty()) {
     stack.back().seg_t0 = t;
@@ -311,7 +312,11 @@ void Attributor::process_event(const Event& ev) {
     const Kind kind = kinds_[ev.key];
     auto& opens = free_open_[ev.key];
     if (ev.begin) {
-      opens.push_back(Open{ev.key, ev.device, ev.t_ns, ev.t_ns, std::vector<double>(e, e + n_channels_), {}});
+      Open& o = opens.emplace_back();
+      o.key = ev.key;
+      o.device = ev.device;
+      o.t0 = o.seg_t0 = ev.t_ns;
+      o.e0.assign(e, e + n_channels_);
       return;
     }
     if (opens.empty()) {

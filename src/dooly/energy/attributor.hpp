@@ -113,6 +113,24 @@ class Attributor {
     int64_t seg_t0 = 0;
     std::vector<double> e0;      // E(t0) per channel
     std::vector<double> seg_e0;  // E(seg_t0) per channel
+    // Innermost time of other keys under this window so far, merged into overlap_ns_ when it closes: a region
+    // holds thousands of kernels of a few keys, and a short list beats a hash lookup per kernel.
+    std::vector<std::pair<KeyId, int64_t>> inner_ns;
+    size_t inner_last = 0;  // the entry the last addition went to
+    void add_inner(KeyId inner, int64_t dt) {
+      if (inner_last < inner_ns.size() && inner_ns[inner_last].first == inner) {
+        inner_ns[inner_last].second += dt;
+        return;
+      }
+      for (size_t i = 0; i < inner_ns.size(); ++i)
+        if (inner_ns[i].first == inner) {
+          inner_ns[i].second += dt;
+          inner_last = i;
+          return;
+        }
+      inner_last = inner_ns.size();
+      inner_ns.emplace_back(inner, dt);
+    }
   };
   // dst = src (n channels) without a memmove call for the usual one or two channels (this runs twice per event).
   static void copy_energies(std::vector<double>& dst, const double* src, size_t n) {
@@ -143,10 +161,14 @@ class Attributor {
       o.t0 = o.seg_t0 = t;
       copy_energies(o.e0, e, n);
       copy_energies(o.seg_e0, e, n);
+      o.inner_ns.clear();
+      o.inner_last = 0;
     }
     void pop_back() noexcept { --depth_; }
     std::vector<Open>::const_iterator begin() const noexcept { return frames_.begin(); }
     std::vector<Open>::const_iterator end() const noexcept { return frames_.begin() + static_cast<std::ptrdiff_t>(depth_); }
+    std::vector<Open>::iterator begin() noexcept { return frames_.begin(); }
+    std::vector<Open>::iterator end() noexcept { return frames_.begin() + static_cast<std::ptrdiff_t>(depth_); }
 
     uint32_t thread = 0;
 
@@ -277,10 +299,10 @@ class Attributor {
     for (size_t c = 0; c < n; ++c) out[c] = state_[c].trace.energy_j(t_ns, &ex);
     if (ex) extrapolated = true;
   }
-  void close_segment(Open& top, int64_t t, const double* e, const FrameStack& stack);
+  void close_segment(Open& top, int64_t t, const double* e, FrameStack& stack);
   // For the model: key ran innermost over [t0, t1) on the stack's thread, under the stack's open windows, which
   // hold key's own window unless `own_window_apart` (a pair's window is on no stack). Once per kernel: inline.
-  void record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, const FrameStack& stack, bool own_window_apart) {
+  void record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, FrameStack& stack, bool own_window_apart) {
     if (!options_.model) return;
     if (segments_.size() >= options_.max_segments) [[unlikely]] {
       segments_.pop_front();
@@ -292,7 +314,7 @@ class Attributor {
     if (own_window_apart) self_overlap_ns_[key] += t1 - t0;
     if (!stack.empty()) record_overlaps(key, t1 - t0, stack);
   }
-  void record_overlaps(KeyId key, int64_t dt, const FrameStack& stack);
+  void record_overlaps(KeyId key, int64_t dt, FrameStack& stack);
   void grow_self_overlap(KeyId key);
   void end_nested(FrameStack& stack, int64_t t, const double* e, bool extrapolated);
   void process_model_samples(int64_t horizon_ns, bool all);
@@ -322,7 +344,8 @@ class Attributor {
   Fifo<CounterMark> counter_marks_;
   std::vector<int64_t> self_overlap_ns_;              // [key]: innermost time under its own window(s)
   size_t n_self_overlap_ = 0;                         // self_overlap_ns_.size()
-  std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time, ancestor != innermost
+  std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (ancestor << 32 | innermost) -> time, ancestor != innermost,
+                                                      // of closed ancestor windows (open ones: Open::inner_ns)
   Event held_{};          // a nested begin that came in time order and is covered: see pairs_with_held()
   bool holding_ = false;
   int64_t processed_ns_ = INT64_MIN;                   // events processed up to here
