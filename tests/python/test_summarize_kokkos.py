@@ -127,3 +127,14 @@ def test_overhead_summary_prints_the_shim_ratio_and_the_sampler_poll_share(repo_
     assert "own cost ratio dooly / simple-kernel-timer (shim) = 0.500 (goal <= 0.5: PASS)" in out
     assert "median 1.000% of one core over 2 runs (polling the power source: median 0.125%) (goal < 1%: FAIL)" in out
     assert "runs: 0.500% 1.500%; sampler page faults: 17 5" in out  # every run, not only the median
+
+
+def test_overhead_summary_says_when_run_times_cannot_resolve_the_tools(repo_root, tmp_path, capsys):
+    # The empty tool's runs as slow as the others' (the GPU's spread): no ratio, no PASS or FAIL from run times.
+    mod = _load(repo_root)
+    tsv = tmp_path / "overhead.tsv"
+    tsv.write_text("rep tool ns_per_kernel\n1 none 100\n1 empty 120\n1 simple-kernel-timer 115\n1 dooly 118\n")
+    mod.overhead(str(tsv), [], None)
+    out = capsys.readouterr().out
+    assert "(run times): not resolved (own costs -2.0 and -5.0 ns/kernel" in out
+    assert "(run times) = " not in out
