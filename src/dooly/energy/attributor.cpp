@@ -96,7 +96,7 @@ void Attributor::add_event_in_general(const Event& event) {
     // Covered already: everything pending is older (this event is the newest), so process it all, then this.
     if (!pending_.empty()) process_until(e.t_ns);
     process_counter_marks(e.t_ns);
-    if (e.begin && (e.flags & flags::nested) && options_.pair_windows) {
+    if (may_hold(e)) {
       held_ = e;
       holding_ = true;
       return;
@@ -181,8 +181,7 @@ void Attributor::process_until(int64_t horizon_ns) {
     const Event e = pending_.front();
     pending_.pop_front();
     process_counter_marks(e.t_ns);
-    if (e.begin && (e.flags & flags::nested) && options_.pair_windows && !pending_.empty() &&
-        closes(e, pending_.front()) && pending_.front().t_ns <= horizon_ns) {
+    if (may_hold(e) && !pending_.empty() && closes(e, pending_.front()) && pending_.front().t_ns <= horizon_ns) {
       const Event end = pending_.front();
       pending_.pop_front();
       process_pair(e, end);

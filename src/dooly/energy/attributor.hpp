@@ -68,8 +68,8 @@ class Attributor {
         pending_.push_back(e);
         return;
       }
-      if (e.begin && (e.flags & flags::nested) && options_.pair_windows && pending_.empty() &&
-          (counter_marks_.empty() || counter_marks_.front().t_ns > e.t_ns)) {
+      // What add_event_in_general does here when nothing is pending and no counter read is due: hold it.
+      if (may_hold(e) && pending_.empty() && (counter_marks_.empty() || counter_marks_.front().t_ns > e.t_ns)) {
         last_event_ns_ = e.t_ns;
         held_ = e;
         holding_ = true;
@@ -89,6 +89,7 @@ class Attributor {
   // Processes everything (holding the last reading where traces end) and builds the report.
   Report finish(int64_t t_end_ns);
 
+  // Events added but not processed yet: the queue's, and a begin held back for its end (see process_pair).
   size_t pending_events() const noexcept { return pending_.size() + (holding_ ? 1 : 0); }
   // What is held in memory now (the bounded-memory tests watch these).
   size_t retained_readings() const noexcept;
@@ -259,6 +260,9 @@ class Attributor {
   // from its two edges: no frame pushed and popped, no energies copied, one trip through the queues. Its begin
   // is therefore held back by one event; anything else that comes first releases it to the usual path. The
   // figures are the same, bit for bit, as the begin and the end processed one after the other.
+  // The kind of event that is held back (or paired from the queue), given that it comes in time order and the
+  // traces cover it.
+  bool may_hold(const Event& e) const noexcept { return e.begin && (e.flags & flags::nested) && options_.pair_windows; }
   static bool closes(const Event& begin, const Event& e) noexcept {
     return !e.begin && (e.flags & flags::nested) && e.key == begin.key && e.thread == begin.thread && e.t_ns >= begin.t_ns;
   }
@@ -270,6 +274,18 @@ class Attributor {
     keep_up();
   }
   void process_pair(const Event& begin, const Event& end) {
+    // As after the end's own processing (finish() closes open windows at the last event's instant).
+    if (end.t_ns > last_event_ns_) last_event_ns_ = end.t_ns;
+    if (since_keep_up_ + 1 >= kKeepUpEvents) [[unlikely]] {
+      // The begin's keep_up would fall between the two (feeding the model and trimming there, before any
+      // reading that arrives with the end): one at a time, so that it does, and the count stays in step.
+      process_event(begin);
+      keep_up();
+      process_counter_marks(end.t_ns);
+      process_event(end);
+      keep_up();
+      return;
+    }
     if (n_channels_ == 1) return process_pair_n<1>(begin, end);
     process_pair_n<0>(begin, end);
   }

@@ -135,16 +135,18 @@ void Profiler::tick(int64_t) noexcept {
       log::warn("{}: {}", backend_, st.message);
       last_poll_error_ = st.message;
     }
+    for (const power::Reading& r : readings_) {
+      attributor_->add_reading(r);
+      if (recorder_) record_safely([&] { recorder_->write_sample(r); });
+    }
+    // After this poll's readings (the last a failing source hands over): the model keeps the segments a live
+    // channel's readings still need, not a dead one's.
     if (st.fatal)
       for (uint32_t c = 0; c < channels_.size(); ++c)
         if (!channel_dead_[c]) {
           channel_dead_[c] = true;
           attributor_->mark_dead(c);
         }
-    for (const power::Reading& r : readings_) {
-      attributor_->add_reading(r);
-      if (recorder_) record_safely([&] { recorder_->write_sample(r); });
-    }
     // Every event stamped before this calibration pair is drained now, but for one whose thread was
     // preempted between its clock read and its store: it comes at a later tick and the attributor puts it
     // back in time order.
