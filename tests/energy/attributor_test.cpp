@@ -10,6 +10,7 @@
 namespace dooly::energy {
 namespace {
 
+constexpr int64_t kUs = 1'000;
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSec = 1'000'000'000;
 
@@ -315,6 +316,33 @@ TEST(Attributor, ModelChargesARegionWithTheRegionsItHolds) {
   ASSERT_EQ(outer.calls, 50u);
   EXPECT_NEAR(*step.model_energy_j / static_cast<double>(step.calls), per_cycle, 1e-9);
   EXPECT_NEAR(*outer.model_energy_j / static_cast<double>(outer.calls), 9 * per_cycle, 1e-9);
+}
+
+// A region holding more kernel names than its frame lists (the rest go straight to the run's map): its model
+// energy still counts every one. 40 kernels of 0.75 ms (+300 W), one after the other in a 40 ms region, then
+// 2 ms outside it, 71 times; a point sensor every 1.3 ms.
+TEST(Attributor, ModelChargesARegionHoldingManyKernelNames) {
+  Feed run({gpu(0, 0)});
+  run.attr->begin_run(0);
+  constexpr int kKernels = 40;
+  const int64_t cycle = 42 * kMs, until = 71 * cycle, on = 750'000;
+  for (int64_t t0 = 0; t0 + cycle <= until; t0 += cycle) {
+    run.edge("outer", t0, true);
+    for (int i = 0; i < kKernels; ++i) run.window("k" + std::to_string(i), t0 + i * kMs, t0 + i * kMs + on, 0);
+    run.edge("outer", t0 + kKernels * kMs, false);
+  }
+  auto power = [&](int64_t t) {
+    const int64_t ph = t % cycle;
+    return ph < kKernels * kMs && ph % kMs < on ? 420.0 : 120.0;
+  };
+  for (int64_t t = 1300 * kUs; t <= until; t += 1300 * kUs) run.attr->add_reading({0, t, power(t)});
+  const Report rep = run.attr->finish(until);
+  const auto& c = rep.channels[0];
+  ASSERT_TRUE(c.fit.fitted) << c.fit.why_not;
+  EXPECT_NEAR(c.fit.intercept_w, 120.0, 1e-6);
+  const RegionRow& outer = row(c, "outer");
+  ASSERT_EQ(outer.calls, 71u);
+  EXPECT_NEAR(*outer.model_energy_j / 71.0, 120.0 * 0.040 + 300.0 * kKernels * 0.75e-3, 1e-9);
 }
 
 TEST(Attributor, ModelFlagsRegionsTheRunCannotSeparate) {

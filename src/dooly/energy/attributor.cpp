@@ -212,8 +212,8 @@ void Attributor::record_overlaps(KeyId key, int64_t dt, FrameStack& stack) {
   for (Open& o : stack) {
     if (o.key == key) {
       self_overlap_ns_[key] += dt;
-    } else {
-      o.add_inner(key, dt);
+    } else if (!o.add_inner(key, dt)) {
+      overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | key] += dt;
     }
   }
 }

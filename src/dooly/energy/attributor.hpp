@@ -115,22 +115,26 @@ class Attributor {
     std::vector<double> e0;      // E(t0) per channel
     std::vector<double> seg_e0;  // E(seg_t0) per channel
     // Innermost time of other keys under this window so far, merged into overlap_ns_ when it closes: a region
-    // holds thousands of kernels of a few keys, and a short list beats a hash lookup per kernel.
+    // holds thousands of kernels of a few keys, and a short list beats a hash lookup per kernel. Keys beyond
+    // the list's first kInnerKeys go to the map directly (a scan stays short however many there are).
+    static constexpr size_t kInnerKeys = 16;
     std::vector<std::pair<KeyId, int64_t>> inner_ns;
     size_t inner_last = 0;  // the entry the last addition went to
-    void add_inner(KeyId inner, int64_t dt) {
+    bool add_inner(KeyId inner, int64_t dt) {  // false: not taken (the list is full)
       if (inner_last < inner_ns.size() && inner_ns[inner_last].first == inner) {
         inner_ns[inner_last].second += dt;
-        return;
+        return true;
       }
       for (size_t i = 0; i < inner_ns.size(); ++i)
         if (inner_ns[i].first == inner) {
           inner_ns[i].second += dt;
           inner_last = i;
-          return;
+          return true;
         }
+      if (inner_ns.size() == kInnerKeys) return false;
       inner_last = inner_ns.size();
       inner_ns.emplace_back(inner, dt);
+      return true;
     }
   };
   // dst = src (n channels) without a memmove call for the usual one or two channels (this runs twice per event).
