@@ -1,9 +1,7 @@
 // A window whose end is the very next event after its begin is charged in one step (Attributor::process_pair).
 // Every reported figure must be what processing the two events one at a time gives, to the last bit
 // (AttributorOptions::pair_windows off). Two regressions a review found, then random streams compared both ways.
-#include <cmath>
 #include <cstdint>
-#include <optional>
 #include <random>
 #include <string>
 #include <variant>
@@ -12,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "dooly/energy/attributor.hpp"
+#include "report_diff.hpp"
 
 namespace dooly::energy {
 namespace {
@@ -28,43 +27,6 @@ power::Channel channel(std::string name, power::Domain domain, int device, int64
   ch.sensor.delay_ns = delay_ns;
   ch.sensor.update_ns = update_ns;
   return ch;
-}
-
-// Every figure of the two reports, compared exactly; "" when they agree, else the first difference.
-std::string first_difference(const Report& x, const Report& y) {
-  auto same = [](const std::optional<double>& a, const std::optional<double>& b) {
-    return a.has_value() == b.has_value() && (!a || *a == *b || (std::isnan(*a) && std::isnan(*b)));
-  };
-  if (x.unmatched_events != y.unmatched_events) return "unmatched events";
-  if (x.channels.size() != y.channels.size()) return "channel count";
-  for (size_t c = 0; c < x.channels.size(); ++c) {
-    const ChannelReport &p = x.channels[c], &q = y.channels[c];
-    const std::string ch = "channel " + std::to_string(c) + ": ";
-    if (!same(p.baseline_w, q.baseline_w) || p.baseline_method != q.baseline_method) return ch + "baseline";
-    if (!same(p.run_time_s, q.run_time_s) || p.samples != q.samples || p.samples_dropped != q.samples_dropped)
-      return ch + "run time or samples";
-    if (!same(p.conservation.run_energy_j, q.conservation.run_energy_j)) return ch + "run energy";
-    if (!same(p.conservation.attributed_j, q.conservation.attributed_j)) return ch + "attributed energy";
-    if (!same(p.conservation.unattributed_j, q.conservation.unattributed_j)) return ch + "unattributed energy";
-    if (!same(p.conservation.counter_delta_j, q.conservation.counter_delta_j)) return ch + "counter delta";
-    const auto &f = p.fit, &g = q.fit;
-    if (f.fitted != g.fitted || f.why_not != g.why_not || f.samples != g.samples || !same(f.intercept_w, g.intercept_w) ||
-        !same(f.residual_rms_w, g.residual_rms_w) || !same(f.r_squared, g.r_squared) || f.columns != g.columns ||
-        f.keys_over_cap != g.keys_over_cap)
-      return ch + "model fit";
-    if (p.rows.size() != q.rows.size()) return ch + "row count";
-    for (size_t i = 0; i < p.rows.size(); ++i) {
-      const RegionRow &a = p.rows[i], &b = q.rows[i];
-      if (a.name != b.name || a.calls != b.calls || a.short_windows != b.short_windows ||
-          a.extrapolated_windows != b.extrapolated_windows || !same(a.time_s, b.time_s) || !same(a.energy_j, b.energy_j) ||
-          !same(a.excl_time_s, b.excl_time_s) || !same(a.excl_energy_j, b.excl_energy_j) ||
-          !same(a.model_power_w, b.model_power_w) || !same(a.model_energy_j, b.model_energy_j) ||
-          !same(a.model_excl_energy_j, b.model_excl_energy_j) || a.model_inseparable != b.model_inseparable ||
-          a.model_too_little_data != b.model_too_little_data)
-        return ch + "row " + a.name;
-    }
-  }
-  return "";
 }
 
 // Windows still open at the end are closed at the last event's instant when the run's end comes before it (a

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report_diff.hpp"
+
 namespace dooly::energy {
 namespace {
 
@@ -433,43 +435,6 @@ Report feed_mixed_stream(std::vector<power::Channel> channels, bool expect, bool
   return a.finish(3 * kSec);
 }
 
-// Every figure of two reports alike: to the last bit when `exact`, else to 4 ulps.
-void expect_same_figures(const Report& x, const Report& y, bool exact) {
-  auto same = [exact](double a, double b) {
-    if (exact) {
-      EXPECT_EQ(a, b);
-    } else {
-      EXPECT_DOUBLE_EQ(a, b);
-    }
-  };
-  EXPECT_EQ(x.unmatched_events, y.unmatched_events);
-  ASSERT_EQ(x.channels.size(), y.channels.size());
-  for (size_t c = 0; c < x.channels.size(); ++c) {
-    const ChannelReport &p = x.channels[c], &q = y.channels[c];
-    ASSERT_EQ(p.rows.size(), q.rows.size());
-    ASSERT_GE(p.rows.size(), 3u);
-    for (size_t i = 0; i < p.rows.size(); ++i) {
-      SCOPED_TRACE(p.rows[i].name);
-      EXPECT_EQ(p.rows[i].name, q.rows[i].name);
-      EXPECT_EQ(p.rows[i].calls, q.rows[i].calls);
-      EXPECT_EQ(p.rows[i].short_windows, q.rows[i].short_windows);
-      EXPECT_EQ(p.rows[i].extrapolated_windows, q.rows[i].extrapolated_windows);
-      same(p.rows[i].time_s, q.rows[i].time_s);
-      same(p.rows[i].energy_j, q.rows[i].energy_j);
-      same(p.rows[i].excl_time_s, q.rows[i].excl_time_s);
-      same(p.rows[i].excl_energy_j, q.rows[i].excl_energy_j);
-      ASSERT_EQ(p.rows[i].model_energy_j.has_value(), q.rows[i].model_energy_j.has_value());
-      if (p.rows[i].model_energy_j) same(*p.rows[i].model_energy_j, *q.rows[i].model_energy_j);
-    }
-    same(p.conservation.run_energy_j, q.conservation.run_energy_j);
-    same(p.conservation.attributed_j, q.conservation.attributed_j);
-    EXPECT_TRUE(p.fit.fitted);
-    EXPECT_EQ(p.fit.samples, q.fit.samples);
-    same(p.fit.residual_rms_w, q.fit.residual_rms_w);
-    same(p.fit.intercept_w, q.fit.intercept_w);
-  }
-}
-
 // The live profiler says how far events are complete before adding a tick's events (expect_events), so the
 // attributor processes covered events at once instead of queueing them. The result must be the same, number
 // for number, as queueing everything until advance().
@@ -477,7 +442,11 @@ TEST(Attributor, ProcessingEventsAsTheyArriveChangesNothing) {
   const Report queued = feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, false, true);
   const Report direct = feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, true, true);
   ASSERT_EQ(queued.channels.size(), 2u);
-  expect_same_figures(queued, direct, false);
+  EXPECT_EQ(first_difference(queued, direct, 4), "");
+  for (const ChannelReport& c : queued.channels) {
+    EXPECT_GE(c.rows.size(), 3u);
+    EXPECT_TRUE(c.fit.fitted) << c.fit.why_not;
+  }
   // The stream really exercised both paths: kernels on both GPUs, the late thread-1 kernels, the region.
   EXPECT_GT(row(queued.channels[1], "copy").calls, 400u);
   EXPECT_GT(row(queued.channels[0], "step").calls, 50u);
@@ -489,10 +458,12 @@ TEST(Attributor, ProcessingEventsAsTheyArriveChangesNothing) {
 TEST(Attributor, ChargingAWindowFromBothEdgesAtOnceChangesNothing) {
   for (const bool expect : {true, false}) {
     SCOPED_TRACE(expect ? "processed as they arrive" : "queued");
-    expect_same_figures(feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, expect, false),
-                        feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, expect, true), true);
-    expect_same_figures(feed_mixed_stream({gpu(0, 25 * kMs)}, expect, false),
-                        feed_mixed_stream({gpu(0, 25 * kMs)}, expect, true), true);
+    EXPECT_EQ(first_difference(feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, expect, false),
+                               feed_mixed_stream({gpu(0, 25 * kMs), gpu(1)}, expect, true)),
+              "");
+    EXPECT_EQ(first_difference(feed_mixed_stream({gpu(0, 25 * kMs)}, expect, false),
+                               feed_mixed_stream({gpu(0, 25 * kMs)}, expect, true)),
+              "");
   }
 }
 
