@@ -76,13 +76,7 @@ void Attributor::add_reading(const power::Reading& r) {
 }
 
 void Attributor::add_event_in_general(const Event& event) {
-  if (holding_) {
-    if (pairs_with_held(event)) {
-      holding_ = false;
-      return process_pair(held_, event);
-    }
-    release_held();
-  }
+  release_held();  // add_event() pairs it with this event when it can; here it cannot
   // An event older than what is already processed (its thread was preempted between its clock read and its
   // store, and processing has moved on, trimming the readings behind it) is moved up to that instant.
   Event e = event;
