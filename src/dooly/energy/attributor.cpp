@@ -95,8 +95,7 @@ void Attributor::add_event_in_general(const Event& event) {
       holding_ = true;
       return;
     }
-    process_event(e);
-    keep_up();
+    process_one(e);
     return;
   }
   // Late among the events still pending: back into time order.
@@ -165,24 +164,21 @@ void Attributor::advance(int64_t events_complete_ns) {
 void Attributor::process_oldest_pending() {
   const Event e = pending_.front();
   pending_.pop_front();
-  process_counter_marks(e.t_ns);
-  process_event(e);
-  keep_up();
+  process_one(e);
 }
 
 void Attributor::process_until(int64_t horizon_ns) {
   while (!pending_.empty() && pending_.front().t_ns <= horizon_ns) {
-    const Event e = pending_.front();
-    pending_.pop_front();
-    process_counter_marks(e.t_ns);
-    if (may_hold(e) && !pending_.empty() && closes(e, pending_.front()) && pending_.front().t_ns <= horizon_ns) {
-      const Event end = pending_.front();
+    const Event& e = pending_.front();
+    if (pending_.size() > 1 && may_hold(e) && closes(e, pending_[1]) && pending_[1].t_ns <= horizon_ns) {
+      const Event begin = e, end = pending_[1];
       pending_.pop_front();
-      process_pair(e, end);
+      pending_.pop_front();
+      process_counter_marks(begin.t_ns);
+      process_pair(begin, end);
       continue;
     }
-    process_event(e);
-    keep_up();
+    process_oldest_pending();
   }
   process_counter_marks(horizon_ns);
   if (horizon_ns > processed_ns_) processed_ns_ = horizon_ns;
@@ -206,7 +202,7 @@ void Attributor::record_overlaps(KeyId key, int64_t dt, FrameStack& stack) {
   for (Open& o : stack) {
     if (o.key == key) {
       self_overlap_ns_[key] += dt;
-    } else if (!o.add_inner(key, dt)) {
+    } else if (!o.inner.add(key, dt, Open::kInnerKeys)) {
       overlap_ns_[(static_cast<uint64_t>(o.key) << 32) | key] += dt;
     }
   }
@@ -240,7 +236,7 @@ void Attributor::end_nested(FrameStack& stack, int64_t t, const double* e, bool 
     }
   }
   if (seg_dt > 0) record_segment(top.key, top.device, top.seg_t0, t, stack, false);
-  for (const auto& [inner, ns] : top.inner_ns) overlap_ns_[(static_cast<uint64_t>(top.key) << 32) | inner] += ns;
+  for (const auto& [inner, ns] : top.inner.items) overlap_ns_[(static_cast<uint64_t>(top.key) << 32) | inner] += ns;
   stack.pop_back();
   if (!stack.empty()) {
     stack.back().seg_t0 = t;
@@ -404,27 +400,14 @@ void Attributor::add_model_sample(size_t c, const power::Reading& r) {
   // Occupancy of the reading's window by each innermost region, in ns of the window (point sensors: who is
   // innermost at b, as the whole "window" of 1). Summed as integers and divided once per key: a window holds
   // some thousand segments of a few keys, and consecutive segments are mostly of one key.
-  std::vector<std::pair<KeyId, int64_t>>& occ = scratch_occ_;
+  KeyTally& occ = scratch_occ_;
   occ.clear();
-  size_t last = 0;
   const int32_t only = s.only_device;
   // Inlined: it runs for every segment the window holds (a thousand or so per NVML reading).
   auto add = [&](KeyId key, int32_t device, int64_t t0, int64_t t1) __attribute__((always_inline)) {
     if (only >= 0 && device >= 0 && only != device) return;  // relevant(c, device)
     const int64_t ns = w == 0 ? int64_t{t0 <= b && b < t1} : std::min(b, t1) - std::max(a, t0);
-    if (ns <= 0) return;
-    if (last < occ.size() && occ[last].first == key) [[likely]] {
-      occ[last].second += ns;
-      return;
-    }
-    for (size_t i = 0; i < occ.size(); ++i)
-      if (occ[i].first == key) {
-        occ[i].second += ns;
-        last = i;
-        return;
-      }
-    last = occ.size();
-    occ.emplace_back(key, ns);
+    if (ns > 0) occ.add(key, ns);
   };
   const auto end = segments_.end();
   auto first = std::lower_bound(segments_.begin(), end, a, [](const Segment& sg, int64_t t) { return sg.t1 <= t; });
@@ -445,14 +428,14 @@ void Attributor::add_model_sample(size_t c, const power::Reading& r) {
   for (const FrameStack& stack : stacks_)
     if (!stack.empty()) add(stack.back().key, stack.back().device, stack.back().seg_t0, INT64_MAX);
 
-  if (occ.empty()) reservoir(s.quiet_w, s.quiet_seen, r.power_w);
+  if (occ.items.empty()) reservoir(s.quiet_w, s.quiet_seen, r.power_w);
 
   Model& m = s.model;
   std::vector<std::pair<int, double>> x;
-  x.reserve(occ.size() + 1);
+  x.reserve(occ.items.size() + 1);
   x.emplace_back(0, 1.0);
   const double per_ns = w == 0 ? 1.0 : 1.0 / static_cast<double>(w);
-  for (const auto& [key, ns] : occ) {
+  for (const auto& [key, ns] : occ.items) {
     const double f = static_cast<double>(ns) * per_ns;
     auto it = m.column.find(key);
     if (it == m.column.end()) {
