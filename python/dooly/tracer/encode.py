@@ -101,15 +101,33 @@ def rebuild_outputs(out, labelled):
             return v
         if isinstance(v, torch.Size):
             return torch.Size([visit(i) for i in v])
-        if isinstance(v, tuple) and hasattr(v, "_fields"):  # named tuples (torch.return_types.*)
-            return type(v)(*[visit(i) for i in v])
         if isinstance(v, tuple):
-            return tuple(visit(i) for i in v)
+            return _same_tuple_type(v, [visit(i) for i in v])
         if isinstance(v, list):
             return [visit(i) for i in v]
         return v
 
     return visit(out)
+
+
+def _same_tuple_type(original: tuple, items: list) -> tuple:
+    """`items` as a tuple of the same type as `original`, so callers keep their attribute access: named tuples
+    (`_fields`, built from positional items), struct sequences such as `torch.return_types.max` (no `_fields`;
+    `n_sequence_fields`, built from one sequence; `x.max(dim=-1).values` must keep working) and other tuple
+    subclasses. A struct sequence with fields beyond its sequence part (os.stat_result) cannot be rebuilt from
+    the items: it is returned as it was (its tensors are labelled in place; only its ints stay plain)."""
+    cls = type(original)
+    if cls is tuple:
+        return tuple(items)
+    if hasattr(original, "_fields"):
+        return cls(*items)
+    n_seq = getattr(cls, "n_sequence_fields", None)
+    if n_seq is not None:
+        return cls(items) if getattr(cls, "n_fields", n_seq) == n_seq else original
+    try:
+        return cls(items)
+    except TypeError:
+        return original
 
 
 def scalar_leaves(args, kwargs):
