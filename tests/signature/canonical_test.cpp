@@ -81,5 +81,27 @@ TEST(Canonical, ModuleSerialization) {
   EXPECT_EQ(float_token(1e-5), "1e-05");
 }
 
+// Phi-3.5-MoE's rotary factors come through torch.tensor(list): UNKNOWN:DATA dims. Two such ops on [1,T,16]
+// and [1,T,32] are different work; hashing the dim by its reason alone merged them into one signature.
+TEST(Canonical, UnknownDimsKeepTheirValue) {
+  auto rotary = [](int64_t factors) {
+    trace::OpRecord op;
+    op.op = "mul";
+    op.inputs = {{{dim(1, taint::Kind::none, "1", "1"), dim(521, taint::Kind::num_toks, "NUM_TOKS", "NUM_TOKS"),
+                   dim(factors, taint::Kind::unknown, "DATA", "DATA")}, "float32"}};
+    op.outputs = op.inputs;
+    return op;
+  };
+  EXPECT_EQ(dim_token(dim(16, taint::Kind::unknown, "DATA", "DATA")), "UNKNOWN:DATA=16");
+  EXPECT_EQ(dim_token(dim(48, taint::Kind::unknown, "DATA*NUM_TOKS", "DATA*NUM_TOKS")), "UNKNOWN:DATA*NUM_TOKS=48");
+  EXPECT_NE(sha256_hex(serialize(canonical_op(rotary(16), ""))), sha256_hex(serialize(canonical_op(rotary(32), ""))));
+  EXPECT_EQ(sha256_hex(serialize(canonical_op(rotary(16), ""))), sha256_hex(serialize(canonical_op(rotary(16), ""))));
+  trace::OpRecord s = rotary(16);
+  s.scalars = {{"1", "int", 16, dim(16, taint::Kind::unknown, "DATA", "DATA")}};
+  trace::OpRecord t = rotary(16);
+  t.scalars = {{"1", "int", 32, dim(32, taint::Kind::unknown, "DATA", "DATA")}};
+  EXPECT_NE(sha256_hex(serialize(canonical_op(s, ""))), sha256_hex(serialize(canonical_op(t, "")))) << "int scalars too";
+}
+
 }  // namespace
 }  // namespace dooly::signature

@@ -10,6 +10,9 @@ using nlohmann::json;
 
 std::string dim_token(const trace::DimLabel& d) {
   if (taint::hashed_by_value(d.kind)) return d.value_form;
+  // An UNKNOWN dim has no expression that says how it varies, so it is work of exactly this size: its value
+  // is hashed with it (two ops on [1,T,16] and [1,T,32] built from data must never share a signature).
+  if (d.kind == taint::Kind::unknown) return fmt::format("UNKNOWN:{}={}", d.value_form, d.value);
   return std::string(taint::to_string(d.kind)) + ":" + d.value_form;
 }
 

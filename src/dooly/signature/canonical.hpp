@@ -14,7 +14,8 @@ namespace dooly::signature {
 inline constexpr int kSignatureVersion = 1;
 
 // A dimension or integer as hashed: NONE/MODEL_CONFIG -> its value form (the decimal value, or an index
-// name such as "layer_idx"); request-side kinds -> "KIND:value_form", e.g. "MIX:128*NUM_TOKS".
+// name such as "layer_idx"); request-side kinds -> "KIND:value_form", e.g. "MIX:128*NUM_TOKS"; UNKNOWN ->
+// "UNKNOWN:value_form=value", e.g. "UNKNOWN:DATA=16" (no expression says how it varies: fixed work).
 std::string dim_token(const trace::DimLabel& d);
 // A float as hashed: the shortest text that reads back to the same double (fmt's "{}"), e.g. "1e-06".
 std::string float_token(double v);
