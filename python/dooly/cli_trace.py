@@ -84,7 +84,12 @@ def main(argv=None) -> int:
     for n in doc["notes"]:
         print(f"note: {n}", file=sys.stderr)
     v = doc.get("verification")
-    if v and v["num_disagreements"] and args.strict:
+    from .tracer.verify import unknown_dims
+    unknown = unknown_dims(doc)
+    if unknown:
+        print(f"dooly trace: {unknown} UNKNOWN dims (no rule could label them; each is hashed with its value as "
+              f"fixed work): see the ops' notes in {path}", file=sys.stderr)
+    if args.strict and ((v and v["num_disagreements"]) or unknown):
         return 4
     return 0
 

@@ -219,3 +219,31 @@ def test_forced_sdpa_kernel_is_a_different_attention_signature(tmp_path, repo_ro
     assert first[1] == "paged|sdpa" and second[1] == "paged|sdpa[math]"
     unique, new, shared = int(second[3]), int(second[4]), int(second[5])
     assert unique == int(first[3]) and 0 < new <= 3 and shared == unique - new  # only the attention ops are new
+
+
+def _fake_doc(dims):
+    op = {"seq": 0, "op": "mul", "module": "m", "inputs": [], "outputs": [{"shape": dims, "dtype": "float32"}],
+          "scalars": []}
+    return {"model": "fake", "attention": "paged|sdpa", "steps": [{"kind": "prefill", "num_tokens": 3,
+                                                                   "num_requests": 1, "ops": [op]}],
+            "summary": {"ops": 1, "fallback_ops": 0, "ops_with_unknown_outputs": 1}, "notes": [],
+            "verification": {"num_disagreements": 0}}
+
+
+def test_strict_fails_on_unknown_dims(tmp_path, monkeypatch, capsys):
+    """--strict exited 0 on a trace whose only problem was UNKNOWN dims (no disagreement with the second run)."""
+    import dooly.tracer
+    from dooly import cli_trace
+    from dooly.tracer.verify import unknown_dims
+    unknown = {"v": 16, "k": "UNKNOWN", "e": "DATA", "f": "DATA"}
+    tok = {"v": 3, "k": "NUM_TOKS", "e": "NUM_TOKS", "f": "NUM_TOKS"}
+    doc = _fake_doc([tok, unknown])
+    assert unknown_dims(doc) == 1 and unknown_dims(_fake_doc([tok])) == 0
+    monkeypatch.setattr(dooly.tracer, "trace_model", lambda *a, **k: json.loads(json.dumps(doc)))
+    args = ["--model", "llama-3.1-8b", "--tiny", "--out", str(tmp_path)]
+    assert cli_trace.main(args + ["--strict"]) == 4
+    assert "1 UNKNOWN dims" in capsys.readouterr().err
+    assert cli_trace.main(args) == 0  # without --strict: written, and said
+    assert "1 UNKNOWN dims" in capsys.readouterr().err
+    monkeypatch.setattr(dooly.tracer, "trace_model", lambda *a, **k: _fake_doc([tok]))
+    assert cli_trace.main(args + ["--strict"]) == 0

@@ -82,3 +82,15 @@ def compare_runs(run_a: dict, run_b: dict, secondary: dict) -> dict:
 
 def _short(d):
     return f"{d['k']}:{d['e']}={d['v']}"
+
+
+def unknown_dims(doc: dict) -> int:
+    """UNKNOWN dims of a trace document (op inputs, outputs and labelled int scalars of every traced step). Each
+    is hashed with its value (fixed work, never swept); `dooly trace --strict` fails on any."""
+    n = 0
+    for st in doc.get("steps", []):
+        for o in st["ops"]:
+            for t in o["inputs"] + o["outputs"]:
+                n += sum(1 for d in t["shape"] if d["k"] == "UNKNOWN")
+            n += sum(1 for sc in o.get("scalars", []) if (sc.get("label") or {}).get("k") == "UNKNOWN")
+    return n
