@@ -1,5 +1,5 @@
 """`dooly trace` (the C++ CLI execs `python -m dooly.cli_trace ...`): traces one model under one attention
-backend and writes traces/<model>__<attention>.json (format version 1, docs/dooly-tracing.md)."""
+backend and writes traces/<model>__<attention>.json (format version 2, docs/dooly-tracing.md)."""
 
 from __future__ import annotations
 

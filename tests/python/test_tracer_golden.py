@@ -8,11 +8,24 @@ import subprocess
 
 import pytest
 
+from dooly.tracer import TRACE_FORMAT_VERSION
 from dooly.tracer.golden import GOLDEN_MODELS, label_lines, trace_tiny
+
+REGENERATE = "PYTHONPATH=python:build/default/python .venv/bin/python -m dooly.tracer.golden"
+
+
+def _require_current_format(path):
+    """Goldens of an older trace format fail with what to do, before any comparison."""
+    with open(path) as f:
+        version = json.load(f).get("version")
+    if version != TRACE_FORMAT_VERSION:
+        pytest.fail(f"{path} is trace format {version}, the tracer writes format {TRACE_FORMAT_VERSION}: "
+                    f"regenerate the goldens with `{REGENERATE}`", pytrace=False)
 
 
 @pytest.mark.parametrize("name", GOLDEN_MODELS)
 def test_labels_match_golden(name, repo_root):
+    _require_current_format(repo_root / "tests" / "data" / "traces" / f"{name}-tiny__paged_sdpa.json")
     doc = trace_tiny(name, repo_root)
     got = label_lines(doc)
     want = (repo_root / "tests" / "data" / "traces" / f"{name}-tiny.labels.txt").read_text().splitlines()
@@ -34,6 +47,8 @@ def test_signatures_cli_writes_the_store(repo_root, tmp_path):
     if not exe.exists():
         pytest.fail(f"{exe} is not built; run scripts/build.sh default dooly", pytrace=False)
     traces = [str(repo_root / "tests" / "data" / "traces" / f"{m}-tiny__paged_sdpa.json") for m in GOLDEN_MODELS]
+    for t in traces:
+        _require_current_format(Path(t))
     db = tmp_path / "d.sqlite"
     out = subprocess.run([str(exe), "signatures", *traces, "--db", str(db)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -20,6 +20,18 @@ std::string error_of(const json& j) {
   return "";
 }
 
+// The goldens are regenerated, not edited: an old-format golden fails with the command that rewrites them.
+Trace read_golden(const std::string& name) {
+  const std::string path = DOOLY_SOURCE_DIR "/tests/data/traces/" + name;
+  try {
+    return read_trace(path);
+  } catch (const InputError& e) {
+    ADD_FAILURE() << e.what() << "\n  The goldens in tests/data/traces/ predate this build's trace format: regenerate "
+                  << "them with `PYTHONPATH=python:build/default/python .venv/bin/python -m dooly.tracer.golden`.";
+    throw;
+  }
+}
+
 TEST(TraceFormat, ParsesTheSmallTrace) {
   Trace t = parse_trace(testing::small_trace(), "small");
   EXPECT_EQ(t.model, "toy");
@@ -44,11 +56,36 @@ TEST(TraceFormat, BackendNamesAForcedSdpaKernel) {
 }
 
 TEST(TraceFormat, VersionIsChecked) {
+  static_assert(kTraceFormatVersion == 2, "a new trace format: extend this test and docs/dooly-tracing.md");
   json j = testing::small_trace();
-  j["version"] = 2;
-  EXPECT_NE(error_of(j).find("trace format version 2 is not supported (this build reads version 1)"), std::string::npos);
+  EXPECT_EQ(parse_trace(j, "t.json").version, 2);
+  // A version-1 trace predates the @sdpa_kernels pseudo-argument: its signatures would not match.
+  j["version"] = 1;
+  std::string e = error_of(j);
+  EXPECT_NE(e.find("t.json: trace format version 1 is not supported (this build reads version 2)"), std::string::npos) << e;
+  EXPECT_NE(e.find("re-create it with this build's `dooly trace`"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  j["version"] = 3;
+  e = error_of(j);
+  EXPECT_NE(e.find("trace format version 3 is not supported (this build reads version 2)"), std::string::npos) << e;
+  EXPECT_NE(e.find("upgrade this one"), std::string::npos) << e;
+  j["version"] = "2";
+  EXPECT_NE(error_of(j).find("field 'version' has the wrong type"), std::string::npos);
   j.erase("version");
   EXPECT_NE(error_of(j).find("not a dooly trace"), std::string::npos);
+}
+
+TEST(TraceFormat, ReadTraceNamesTheFileOfAnOldVersion) {
+  const std::string path = ::testing::TempDir() + "old_trace.json";
+  json j = testing::small_trace();
+  j["version"] = 1;
+  std::ofstream(path) << j.dump();
+  try {
+    read_trace(path);
+    FAIL() << "a version-1 trace was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.problem(), path + ": trace format version 1 is not supported (this build reads version 2)");
+  }
 }
 
 TEST(TraceFormat, MissingFieldsAndBadKindsAreNamed) {
@@ -64,7 +101,7 @@ TEST(TraceFormat, MissingFieldsAndBadKindsAreNamed) {
 }
 
 TEST(TraceFormat, ReadsTheGoldenTinyLlama) {
-  Trace t = read_trace(DOOLY_SOURCE_DIR "/tests/data/traces/llama-3.1-8b-tiny__paged_sdpa.json");
+  Trace t = read_golden("llama-3.1-8b-tiny__paged_sdpa.json");
   EXPECT_EQ(t.model, "llama-3.1-8b-tiny");
   EXPECT_EQ(t.architecture, "LlamaForCausalLM");
   ASSERT_EQ(t.steps.size(), 2u);

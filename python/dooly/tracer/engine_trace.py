@@ -1,5 +1,5 @@
 """Tracing one engine run: taint sources installed, the selected steps' forwards captured, labels propagated
-through the C++ rules, and the trace document assembled (format version 1, docs/dooly-tracing.md)."""
+through the C++ rules, and the trace document assembled (format version 2, docs/dooly-tracing.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from .kernels import KernelCollector
 from .recorder import Recorder, TaintMode, install_module_hooks
 from .sources import ConfigTaint, LimitTaint, ModuleTaint, StepInputs
 
-TRACE_FORMAT_VERSION = 1
+# Keep equal to dooly::trace::kTraceFormatVersion (src/dooly/trace/trace.hpp); bump both when what is hashed
+# changes. 2: scaled_dot_product_attention carries the `@sdpa_kernels` pseudo-argument.
+TRACE_FORMAT_VERSION = 2
 
 # Default request sets (prompt_len, max_new_tokens). With max_batch_tokens=521 the first set gives a
 # prefill-heavy first step (300 + 150 + 71 of 200 = 521 tokens, 3 requests) and a mixed second step (2 decodes +

@@ -70,7 +70,11 @@ Trace parse_trace(const json& j, const std::string& origin) {
   Trace t;
   t.version = field<int>(j, "version", origin);
   if (t.version != kTraceFormatVersion)
-    DOOLY_THROW(InputError, "re-create the trace with this version of `dooly trace`",
+    DOOLY_THROW(InputError,
+                t.version < kTraceFormatVersion
+                    ? "re-create it with this build's `dooly trace` (same flags): signatures of another format do not "
+                      "match this one's"
+                    : "read it with the dooly build that wrote it, or upgrade this one",
                 "{}: trace format version {} is not supported (this build reads version {})", origin, t.version,
                 kTraceFormatVersion);
   t.model = field<std::string>(j, "model", origin);

@@ -1,5 +1,5 @@
 #pragma once
-// A labelled trace as an engine adapter writes it (traces/<model>__<attention>.json, format version 1,
+// A labelled trace as an engine adapter writes it (traces/<model>__<attention>.json, format version 2,
 // documented in docs/dooly-tracing.md): per traced engine step, the module calls and the op records with
 // one label per tensor dimension.
 #include <cstdint>
@@ -14,7 +14,10 @@
 
 namespace dooly::trace {
 
-inline constexpr int kTraceFormatVersion = 1;
+// Bumped whenever what the signatures hash changes, so traces (and store contents) of two versions are never
+// compared. 1: the first format. 2: scaled_dot_product_attention carries the `@sdpa_kernels` pseudo-argument
+// (the SDPA kernels in force), which changes its op signature and those of the modules holding it.
+inline constexpr int kTraceFormatVersion = 2;
 
 struct DimLabel {
   int64_t value = 0;
