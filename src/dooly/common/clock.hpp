@@ -1,5 +1,5 @@
 #pragma once
-// One clock for the whole process (DESIGN.md "One clock"): steady_clock nanoseconds.
+// One clock for the whole process (docs/design.md, "One clock"): steady_clock nanoseconds.
 // Sources that stamp with wall-clock time convert once, at their boundary, through WallToSteady.
 #include <time.h>
 

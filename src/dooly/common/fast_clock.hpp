@@ -2,7 +2,7 @@
 // The hooks' clock. Where the CPU has an invariant time-stamp counter (constant_tsc + nonstop_tsc), a hook
 // reads it (~9 ns) instead of steady_clock (~21 ns); the sampler thread maps ticks onto dooly's one clock
 // (steady_clock ns) from pairs of both read together at every tick, so everything downstream still sees
-// steady ns (DESIGN.md "One clock": converted once, at the boundary). Elsewhere ticks are steady ns.
+// steady ns (docs/design.md, "One clock": converted once, at the boundary). Elsewhere ticks are steady ns.
 #include <cstdint>
 #include <utility>
 

@@ -1,5 +1,5 @@
 #pragma once
-// RAII over dlopen/dlclose. Vendor libraries are loaded late (DESIGN.md) so one binary runs on machines
+// RAII over dlopen/dlclose. Vendor libraries are loaded late (docs/design.md) so one binary runs on machines
 // without them; a failed load leaves an empty object whose error() says why, in the loader's own words.
 #include <dlfcn.h>
 

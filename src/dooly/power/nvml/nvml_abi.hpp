@@ -1,6 +1,6 @@
 #pragma once
 // The slice of NVML's C ABI dooly uses, declared here because NVML headers are not in Debian
-// (../shared/REFERENCE.md §1). Layouts follow nvml.h; the static_asserts pin what the ABI promises.
+// (docs/power-sources.md, nvml). Layouts follow nvml.h; the static_asserts pin what the ABI promises.
 #include <cstddef>
 
 namespace dooly::power::nvml {

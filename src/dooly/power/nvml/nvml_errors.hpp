@@ -1,5 +1,5 @@
 #pragma once
-// NVML status codes translated once (DESIGN.md): each code gets its symbolic name and a sentence with the fix.
+// NVML status codes translated once (docs/design.md): each code gets its symbolic name and a sentence with the fix.
 #include <string>
 #include <string_view>
 

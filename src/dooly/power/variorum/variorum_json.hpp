@@ -1,5 +1,5 @@
 #pragma once
-// Parses the JSON of variorum_get_power_json (../shared/REFERENCE.md §2):
+// Parses the JSON of variorum_get_power_json (docs/power-sources.md, variorum):
 //   {"<host>": {"timestamp": <us since epoch>, "power_node_watts": W, "num_gpus_per_socket": n,
 //               "socket_<s>": {"power_cpu_watts": W, "power_mem_watts": W, "power_gpu_watts": {"GPU_<k>": W}}}}
 // -1 (any negative value) means "not measurable".
