@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Lints src/: clang-format (.clang-format) and clang-tidy (.clang-tidy), clang-tidy in parallel over the
+# translation units of a configured build's compile_commands.json. Exits 1 on any finding, 2 on bad usage.
+#   scripts/lint.sh [--format-only | --tidy-only] [--changed BASE] [BUILD_DIR]
+#     BUILD_DIR        a configured build folder (default build/default: cmake --preset default)
+#     --changed BASE   format: only lines changed since the git revision BASE (git clang-format --diff);
+#                      tidy: only the .cpp files changed since BASE
+#   DOOLY_LINT_JOBS=N  clang-tidy processes at once (default: the number of CPUs)
+# Findings are printed as file:line: message [check], sorted and deduplicated (a header's finding is reported
+# once, not once per file that includes it), then a count per file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { echo "lint: $1. Usage: scripts/lint.sh [--format-only | --tidy-only] [--changed BASE] [BUILD_DIR]" >&2; exit 2; }
+do_format=1 do_tidy=1 base="" build=build/default
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --format-only) do_tidy=0 ;;
+    --tidy-only) do_format=0 ;;
+    --changed) [ $# -ge 2 ] || usage "--changed needs a git revision"; base=$2; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -*) usage "unknown option '$1'" ;;
+    *) build=$1 ;;
+  esac
+  shift
+done
+for tool in clang-format clang-tidy; do
+  command -v "$tool" >/dev/null || { echo "lint: $tool is not installed; install it (apt-get install $tool)" >&2; exit 2; }
+done
+if [ -n "$base" ] && ! git rev-parse -q --verify "$base^{commit}" >/dev/null; then
+  usage "--changed $base is not a git revision"
+fi
+
+# Tracked and new (not ignored) C++ files under src/.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- 'src/*.cpp' 'src/*.hpp' | sort -u)
+if [ -n "$base" ]; then
+  mapfile -t changed < <(git diff --name-only "$base" -- 'src/*.cpp' 'src/*.hpp'; git ls-files --others --exclude-standard -- 'src/*.cpp' 'src/*.hpp')
+  files=()
+  for f in "${changed[@]}"; do [ -f "$f" ] && files+=("$f"); done
+fi
+status=0
+
+if [ "$do_format" = 1 ]; then
+  if [ -n "$base" ]; then
+    out=$(git clang-format --binary clang-format --diff "$base" -- src 2>&1 || true)
+    if [ -n "$out" ] && ! grep -qE '^(no modified files to format|clang-format did not modify any files)' <<<"$out"; then
+      echo "$out"; echo "lint: clang-format would change the lines above (fix: git clang-format $base)"; status=1
+    else
+      echo "lint: format: changed lines are formatted"
+    fi
+  else
+    bad=0
+    for f in "${files[@]}"; do
+      n=$(clang-format --style=file "$f" | diff "$f" - | grep -c '^<' || true)
+      if [ "$n" -gt 0 ]; then echo "format: $f: $n lines differ (clang-format --dry-run $f)"; bad=$((bad + n)); fi
+    done
+    if [ "$bad" -gt 0 ]; then echo "lint: format: $bad lines differ from .clang-format"; status=1
+    else echo "lint: format: ${#files[@]} files formatted"; fi
+  fi
+fi
+
+if [ "$do_tidy" = 1 ]; then
+  db="$build/compile_commands.json"
+  [ -f "$db" ] || usage "$db is missing; configure first: cmake --preset default -B $build"
+  root=$PWD
+  # The src/ translation units the build compiles (header_check units live in the build folder: not these).
+  mapfile -t units < <(python3 - "$db" "$root" "${files[@]}" <<'PY'
+import json, os, sys
+db, root, wanted = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+seen = set()
+for e in json.load(open(db)):
+    f = os.path.relpath(os.path.join(e["directory"], e["file"]), root)
+    if f.startswith("src/") and f.endswith(".cpp") and f in wanted and f not in seen:
+        seen.add(f); print(f)
+PY
+  )
+  jobs=${DOOLY_LINT_JOBS:-$(nproc)}
+  logs=$(mktemp -d)
+  trap 'rm -rf "$logs"' EXIT
+  echo "lint: clang-tidy over ${#units[@]} files, $jobs at a time"
+  printf '%s\n' "${units[@]}" | xargs -r -P "$jobs" -I{} sh -c \
+    'clang-tidy -p "$1" --quiet "$2" > "$3/$(echo "$2" | tr / _).log" 2>&1 || true' _ "$build" {} "$logs"
+  # warning/error lines of our own files, made relative, deduplicated.
+  findings=$(cat "$logs"/*.log 2>/dev/null | grep -E '^/.*: (warning|error): ' | sed "s|^$root/||" \
+             | grep -E '^src/' | sort -u || true)
+  if [ -n "$findings" ]; then
+    echo "$findings"
+    echo "lint: clang-tidy findings per file:"
+    cut -d: -f1 <<<"$findings" | sort | uniq -c | sort -rn
+    echo "lint: clang-tidy: $(wc -l <<<"$findings") findings"
+    status=1
+  else
+    echo "lint: clang-tidy: no findings"
+  fi
+fi
+exit "$status"
