@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -111,6 +112,27 @@ TEST(PowerTrace, AnyQueryOrderGivesTheSameEnergies) {
     tr.trim_before(cut);
     for (int64_t q = cut; q < std::min(cut + 300'000'000, t_last); q += 5'555'555) check(q);
   }
+}
+
+TEST(PowerTrace, StampsAtTheEndsOfInt64GiveFiniteEnergyWithoutOverflow) {
+  // The differences span 2^64 ns: taken in int64 they overflowed (UBSan) and wrapped to -1 ns, so the energy
+  // came out negative. Found by fuzzing `dooly analyze`.
+  constexpr int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  const double span_s = 18446744073.709551615;  // 2^64 - 1 ns
+  PowerTrace tr;
+  ASSERT_TRUE(tr.append(lo, 100.0));
+  ASSERT_TRUE(tr.append(hi, 100.0));
+  EXPECT_NEAR(tr.energy_j(hi), 100.0 * span_s, 1e-9 * 100.0 * span_s);
+  EXPECT_NEAR(tr.energy_j(0), 100.0 * span_s / 2, 1e-9 * 100.0 * span_s);
+  EXPECT_DOUBLE_EQ(tr.power_w(0), 100.0);
+  PowerTrace one;
+  ASSERT_TRUE(one.append(lo, 50.0));
+  bool extrapolated = false;
+  EXPECT_NEAR(one.energy_j(hi, &extrapolated), 50.0 * span_s, 1e-9 * 50.0 * span_s);
+  EXPECT_TRUE(extrapolated);
+  PowerTrace late;
+  ASSERT_TRUE(late.append(hi, 50.0));
+  EXPECT_NEAR(late.energy_j(lo), -50.0 * span_s, 1e-9 * 50.0 * span_s);
 }
 
 }  // namespace

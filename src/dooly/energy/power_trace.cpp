@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dooly/common/time_math.hpp"
+
 namespace dooly::energy {
 
 bool PowerTrace::append(int64_t t_ns, double power_w) {
@@ -12,7 +14,7 @@ bool PowerTrace::append(int64_t t_ns, double power_w) {
   }
   Point& last = points_.back();
   if (t_ns <= last.t_ns) return false;
-  const double dt_ns = static_cast<double>(t_ns - last.t_ns);
+  const double dt_ns = diff_ns(t_ns, last.t_ns);
   last.slope_w_per_ns = (power_w - last.power_w) / dt_ns;
   const Point next{t_ns, power_w, last.energy_j + 0.5 * (last.power_w + power_w) * dt_ns * 1e-9, 0.0};
   points_.push_back(next);
@@ -27,13 +29,13 @@ double PowerTrace::energy_j_located(int64_t t_ns, bool* extrapolated) const {
   const Point& last = points_.back();
   if (t_ns >= last.t_ns) {
     if (extrapolated && t_ns > last.t_ns) *extrapolated = true;
-    return last.energy_j + last.power_w * static_cast<double>(t_ns - last.t_ns) * 1e-9;
+    return last.energy_j + last.power_w * diff_ns(t_ns, last.t_ns) * 1e-9;
   }
   const Point& first = points_.front();
   if (t_ns < first.t_ns) {
     // Before every kept reading. Only meaningful before the very first reading (trim keeps what is needed).
     if (extrapolated) *extrapolated = true;
-    return first.energy_j - first_power_w_ * static_cast<double>(first.t_ns - t_ns) * 1e-9;
+    return first.energy_j - first_power_w_ * diff_ns(first.t_ns, t_ns) * 1e-9;
   }
   return points_[locate(t_ns)].integral_to(t_ns);
 }
@@ -57,7 +59,7 @@ double PowerTrace::power_w(int64_t t_ns) const {
   if (t_ns >= points_.back().t_ns) return points_.back().power_w;
   const size_t i = locate(t_ns);
   const Point& a = points_[i];
-  return a.power_w + a.slope_w_per_ns * static_cast<double>(t_ns - a.t_ns);
+  return a.power_w + a.slope_w_per_ns * diff_ns(t_ns, a.t_ns);
 }
 
 void PowerTrace::trim_before(int64_t t_ns) {

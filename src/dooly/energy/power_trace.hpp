@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "dooly/common/fifo.hpp"
+#include "dooly/common/time_math.hpp"
 
 namespace dooly::energy {
 
@@ -45,7 +46,7 @@ class PowerTrace {
     double slope_w_per_ns;  // towards the next reading (0 for the last)
     // E(t) for t from here to the next reading: the trapezoid up to the power interpolated at t.
     double integral_to(int64_t t) const noexcept {
-      const double dt = static_cast<double>(t - t_ns);
+      const double dt = diff_ns(t, t_ns);
       return energy_j + (power_w + 0.5 * slope_w_per_ns * dt) * dt * 1e-9;
     }
   };
