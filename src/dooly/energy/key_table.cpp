@@ -54,10 +54,14 @@ KeyId KeyTable::intern(std::string_view name, Kind kind) {
 }
 
 void KeyTable::insert(KeyId id, std::string_view name, Kind kind) {
+  // Ids index a dense table: an id of 2^32-1 wrapped `id + 1` to 0 and wrote past the end.
+  if (id > kMaxInsertedId)
+    DOOLY_THROW(InputError, "number keys densely from 0 (a recording's ids are below 2^24)",
+                "key id {} is above the largest id a key table takes ({})", id, kMaxInsertedId);
   std::lock_guard<std::mutex> lock(mu_);
   if (id < infos_.size() && !infos_[id].name.empty())
     DOOLY_THROW(DuplicateError, "give each key a distinct id", "key id {} is defined twice", id);
-  if (id >= infos_.size()) infos_.resize(id + 1);
+  if (id >= infos_.size()) infos_.resize(static_cast<size_t>(id) + 1);
   infos_[id] = {std::string(name), kind};
   ids_.emplace(map_key(name, kind), id);
 }

@@ -24,8 +24,10 @@ struct KeyInfo {
 class KeyTable {
  public:
   KeyId intern(std::string_view name, Kind kind);
-  // Registers a key under a given id (re-analysis of a recording); throws DuplicateError on a clash.
+  // Registers a key under a given id (re-analysis of a recording); throws DuplicateError on a clash and
+  // InputError for an id above kMaxInsertedId (the table is dense: memory grows with the largest id).
   void insert(KeyId id, std::string_view name, Kind kind);
+  static constexpr KeyId kMaxInsertedId = (KeyId{1} << 24) - 1;
   KeyInfo info(KeyId id) const;
   size_t size() const;
   std::vector<KeyInfo> snapshot() const;

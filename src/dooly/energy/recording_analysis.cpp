@@ -21,8 +21,19 @@ std::optional<int64_t> meta_int(const power::Recording& rec, std::string_view ke
 }  // namespace
 
 Report analyze_recording(const power::Recording& rec, const AnalysisOptions& options) {
+  // The attributor's tables are dense in the key id: the recording's ids (below 2^24, possibly sparse) are
+  // numbered 0, 1, 2, ... in their own order, so memory follows the keys declared, not the largest id, and
+  // rows that tie keep their order.
+  std::vector<uint32_t> ids;
+  ids.reserve(rec.keys.size());
+  for (const auto& k : rec.keys) ids.push_back(k.id);
+  std::sort(ids.begin(), ids.end());
+  auto dense = [&](uint32_t id) {  // an undeclared id (a Recording built in code) stays one unknown key
+    const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    return static_cast<KeyId>(it != ids.end() && *it == id ? it - ids.begin() : ids.size());
+  };
   KeyTable keys;
-  for (const auto& k : rec.keys) keys.insert(k.id, k.name, kind_from_string(k.kind));
+  for (const auto& k : rec.keys) keys.insert(dense(k.id), k.name, kind_from_string(k.kind));
 
   std::vector<power::Channel> channels = rec.channels;
   for (auto& ch : channels) apply_sensor_overrides(ch, options.sensor_window_ns, options.sensor_delay_ns);
@@ -39,6 +50,18 @@ Report analyze_recording(const power::Recording& rec, const AnalysisOptions& opt
   }
   const int64_t run_start = meta_int(rec, "run_start_ns").value_or(t_first == INT64_MAX ? 0 : t_first);
   const int64_t run_end = meta_int(rec, "run_end_ns").value_or(t_last == INT64_MIN ? 0 : t_last);
+  // The run's bounds obey the same limits as the recording's stamps (power/replay/recording.hpp).
+  namespace lim = power::recording_limits;
+  for (auto [key, t] : {std::pair<const char*, int64_t>{"run_start_ns", run_start}, {"run_end_ns", run_end}}) {
+    const int64_t lo = std::min({t, t_first == INT64_MAX ? t : t_first}), hi = std::max({t, t_last == INT64_MIN ? t : t_last});
+    if (t < -lim::max_abs_t_ns || t > lim::max_abs_t_ns || hi - lo > lim::max_span_ns)
+      DOOLY_THROW(InputError, "fix or remove that meta line",
+                  "recording meta '{}' = {} is more than 2^52 ns (52 days) from the recorded times, or not within "
+                  "|t| < 2^62", key, t);
+  }
+  if (run_end < run_start)
+    DOOLY_THROW(InputError, "fix or remove those meta lines", "recording meta run_end_ns {} is before run_start_ns {}",
+                run_end, run_start);
 
   attr.begin_run(run_start);
   for (const auto& c : rec.counters) attr.add_counter(c.channel, c.t_ns, c.energy_j);
@@ -46,7 +69,7 @@ Report analyze_recording(const power::Recording& rec, const AnalysisOptions& opt
   std::vector<power::RecordedEvent> events = rec.events;
   std::stable_sort(events.begin(), events.end(),
                    [](const power::RecordedEvent& a, const power::RecordedEvent& b) { return a.t_ns < b.t_ns; });
-  for (const auto& e : events) attr.add_event(Event{e.t_ns, e.key, e.thread, e.device, e.begin, e.flags});
+  for (const auto& e : events) attr.add_event(Event{e.t_ns, dense(e.key), e.thread, e.device, e.begin, e.flags});
 
   Report report = attr.finish(run_end);
   report.mode = options.mode;
