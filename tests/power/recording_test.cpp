@@ -5,7 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <istream>
 #include <limits>
+#include <streambuf>
+
+#include <fmt/format.h>
 
 #include "dooly/common/error.hpp"
 #include "dooly/power/replay/recording.hpp"
@@ -35,12 +39,12 @@ Recording sample_recording() {
   rec.keys = {{0, "for", "Kokkos::View<double*, Kokkos::LayoutRight>::init"}, {7, "region", "solve, phase 2"}};
   rec.samples = {{0, 1000, 0.1, -1},
                  {1, 1000, 1.0 / 3.0, 999},
-                 {0, 2000, 123456789.123456789, -1},
+                 {0, 2000, 12345.678901234567891, -1},
                  {0, 3000, 5e-324, -1},
                  {1, 2001, -0.0, 1001},
-                 {0, 4000, std::numeric_limits<double>::max(), 0}};
+                 {0, 4000, 1e5, 0}};  // the format's largest power
   rec.events = {{1500, 0, 0, 0, true, 1}, {1700, 0, 0, 0, false, 1}, {1600, 7, 3, -1, true, 0xffffffffu},
-                {-20, 7, 3, -1, false, 0}};
+                {1620, 7, 3, -1, false, 0}, {-20, 0, 1, -1, false, 0}};
   rec.counters = {{0, 900, 983.25}, {0, 4100, 2024.0000000000002}};
   return rec;
 }
@@ -201,13 +205,119 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"counter on unknown channel", "# dooly-recording v1\nc,0,10,5.0\n", "2", "channel 0 is not declared",
                 "'channel' line"},
         BadCase{"event field count", "# dooly-recording v1\nkey,1,for,a\ne,10,1,0,0\n", "3",
-                "this 'e' line has 5 fields", "e,<t_ns>,<key>,<thread>,<device>,<flags>"}),
+                "this 'e' line has 5 fields", "e,<t_ns>,<key>,<thread>,<device>,<flags>"},
+        // Found by fuzzing `dooly analyze`: each was accepted and then crashed, exhausted memory or overflowed.
+        BadCase{"key id 2^32-1 (wrapped the key table: SIGSEGV)", "# dooly-recording v1\nkey,4294967295,for,a\n", "2",
+                "the key id is 4294967295, above the format's limit of 16777215", "no larger than 16777215"},
+        BadCase{"key id 1e8 (3.8 GB)", "# dooly-recording v1\nkey,100000000,for,a\n", "2",
+                "the key id is 100000000, above", "no larger than 16777215"},
+        BadCase{"key use above the bound", "# dooly-recording v1\nkey,1,for,a\nb,10,16777216,0,0,1\n", "3",
+                "key is 16777216, above", "no larger than"},
+        BadCase{"thread 2^31-1 (12.6 GB)", "# dooly-recording v1\nkey,1,for,a\nb,10,1,2147483647,0,1\n", "3",
+                "thread is 2147483647, above the format's limit of 65535", "no larger than 65535"},
+        BadCase{"device far out", "# dooly-recording v1\nkey,1,for,a\nb,10,1,0,70000,1\n", "3",
+                "device is 70000, above", "no larger than 65535"},
+        BadCase{"device below -1", "# dooly-recording v1\nkey,1,for,a\nb,10,1,0,-2,1\n", "3",
+                "device is '-2', not a whole number >= -1", "plain integer"},
+        BadCase{"time INT64_MAX (overflowed)", "# dooly-recording v1\nkey,1,for,a\nb,9223372036854775807,1,0,0,1\n",
+                "3", "t_ns is 9223372036854775807, above the format's limit of 4611686018427387903", "no larger"},
+        BadCase{"time INT64_MIN (overflowed)", "# dooly-recording v1\nchannel,0,gpu,0,0,0,0,gpu0,x\ns,0,-9223372036854775808,1\n",
+                "3", "t_ns is '-9223372036854775808', not a whole number >= -4611686018427387903", "plain integer"},
+        BadCase{"times further apart than 2^52 ns",
+                "# dooly-recording v1\nchannel,0,gpu,0,0,0,0,gpu0,x\ns,0,0,1\ns,0,4503599627370497,1\n", "4",
+                "t_ns 4503599627370497 is more than 2^52 ns (52 days) from the recording's other times", "one run per file"},
+        BadCase{"window ends before it begins",
+                "# dooly-recording v1\nkey,1,for,a\nb,500,1,3,0,1\ne,100,1,3,0,1\n", "4",
+                "the window of key 1 on thread 3 ends at t_ns 100, before it begins (500)", "at or after its begin"},
+        BadCase{"negative power (a -406 W baseline)", "# dooly-recording v1\nchannel,0,gpu,0,0,0,0,gpu0,x\ns,0,1,-406\n",
+                "3", "power_w is -406, outside [0, 100000]", "within [0, 100000]"},
+        BadCase{"power 1e308", "# dooly-recording v1\nchannel,0,gpu,0,0,0,0,gpu0,x\ns,0,1,1e308\n", "3",
+                "power_w is 1e+308, outside [0, 100000]", "within [0, 100000]"},
+        BadCase{"negative energy counter", "# dooly-recording v1\nchannel,0,gpu,0,0,0,0,gpu0,x\nc,0,1,-5\n", "3",
+                "energy_j is -5, outside [0, 1000000000000000]", "within"},
+        BadCase{"sensor window of a year", "# dooly-recording v1\nchannel,0,gpu,0,31536000000000000,0,0,gpu0,x\n", "2",
+                "window_ns is 31536000000000000, above the format's limit of 60000000000", "no larger"},
+        BadCase{"non-UTF-8 key name (made --json fail after the table)", "# dooly-recording v1\nkey,1,for,ab\xff\xfe\n",
+                "2", "the key name is not valid UTF-8 (byte 3 of it)", "UTF-8"},
+        BadCase{"non-UTF-8 meta value", "# dooly-recording v1\nmeta,host,\xc3\n", "2",
+                "the meta value is not valid UTF-8", "UTF-8"},
+        BadCase{"a line of many commas", "# dooly-recording v1\nkey,1,for,a\nb,1,1,0,0,1,,,,,,,,,,,,,,,,,\n", "3",
+                "this 'b' line has more than 6 fields", "b,<t_ns>,<key>,<thread>,<device>,<flags>"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string n = info.param.what;
       for (char& ch : n)
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return n;
     });
+
+TEST(Recording, NestingIsBoundedPerThread) {
+  // 200,000 nested windows made the attribution run for minutes (quadratic in depth); the format holds 1024
+  // open windows per thread.
+  std::string text = "# dooly-recording v1\nkey,1,region,r\n";
+  for (int i = 0; i < 1025; ++i) text += fmt::format("b,{},1,0,0,1\n", i);
+  TempDir dir;
+  test::write_file(dir.file("deep"), text);
+  try {
+    read_recording(dir.file("deep"));
+    FAIL() << "should throw";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.problem()), dir.file("deep") + ":1027: thread 0 would have more than 1024 windows open at once");
+    EXPECT_NE(e.fix().find("before opening more than 1024"), std::string::npos);
+  }
+  // As deep as allowed, closed again, and again: the depth counts what is open now.
+  text = "# dooly-recording v1\nkey,1,region,r\n";
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 1024; ++i) text += fmt::format("b,{},1,0,0,1\n", round * 10000 + i);
+    for (int i = 1023; i >= 0; --i) text += fmt::format("e,{},1,0,0,1\n", round * 10000 + 5000 - i);
+  }
+  test::write_file(dir.file("ok"), text);
+  EXPECT_EQ(read_recording(dir.file("ok")).events.size(), 4096u);
+}
+
+// A stream whose storage fails after the first bytes (a disk error, a file truncated by another process).
+class FailingBuf : public std::streambuf {
+ public:
+  explicit FailingBuf(std::string head) : head_(std::move(head)) { setg(head_.data(), head_.data(), head_.data() + head_.size()); }
+
+ protected:
+  int_type underflow() override { throw std::ios_base::failure("input/output error"); }
+
+ private:
+  std::string head_;
+};
+
+TEST(Recording, ReadErrorIsReportedNotTakenForTheEnd) {
+  // getline stopped at the error as at the end of the file: the run read back shorter, silently.
+  FailingBuf buf(std::string(kHead) + "s,0,5,2.5\ns,0,6,2.5\n");
+  std::istream in(&buf);
+  try {
+    read_recording(in, "run.dooly");
+    FAIL() << "should throw";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.problem()), "run.dooly:5: reading the recording failed after line 4");
+    EXPECT_EQ(e.fix(), "check the disk and the file, then run again");
+  }
+}
+
+TEST(Recording, WriterMakesFreeTextUtf8AndRefusesWhatIsOutOfBounds) {
+  TempDir dir;
+  RecordingWriter w(dir.file("r"));
+  w.write_key({1, "for", "caf\xe9 \xff"});  // Latin-1 bytes
+  EXPECT_THROW(w.write_key({2, "f\xe9", "x"}), InputError);  // not free text: refused
+  EXPECT_THROW(w.write_key({16777216, "for", "x"}), InputError);
+  Channel ch;
+  ch.name = "gpu0";
+  w.write_channel(ch);
+  EXPECT_THROW(w.write_sample({0, 10, -1.0, -1}), InputError);
+  EXPECT_THROW(w.write_sample({0, 10, 1e6, -1}), InputError);
+  EXPECT_THROW(w.write_sample({0, std::numeric_limits<int64_t>::max(), 1.0, -1}), InputError);
+  EXPECT_THROW(w.write_event({10, 1, 1u << 16, 0, true, 1}), InputError);
+  EXPECT_THROW(w.write_counter({0, 10, -1.0}), InputError);
+  w.flush();
+  const Recording r = read_recording(dir.file("r"));
+  ASSERT_EQ(r.keys.size(), 1u);
+  EXPECT_EQ(r.keys[0].name, "caf\xef\xbf\xbd \xef\xbf\xbd");
+}
 
 TEST(Recording, MissingFileIsExplained) {
   TempDir dir;

@@ -14,9 +14,20 @@
 //   # ... / blank                                 ignored after the header
 //
 // Channels and keys are declared before the lines that use them. Doubles are written in the shortest form
-// that reads back to the same value. Free text cannot hold line breaks: the writer turns them into spaces.
+// that reads back to the same value. Free text is UTF-8 without line breaks: the writer turns line breaks
+// into spaces and invalid bytes into U+FFFD; the reader refuses invalid UTF-8.
+//
+// Bounds (the reader refuses anything outside them, naming file:line and the field; the writer refuses the
+// per-value ones):
+//   key ids < 2^24; threads < 2^16; devices in [-1, 2^16); at most 64 channels
+//   |t_ns| < 2^62, and all times of one recording (with meta run_start_ns/run_end_ns) within 2^52 ns (52 days)
+//   power_w in [0, 1e5] W; energy_j in [0, 1e15] J; a sensor's window/delay/update and a sample's window
+//   in [0, 60 s]
+//   an 'e' line does not come before the 'b' of the same key on the same thread that it closes, and at most
+//   1024 windows are open on one thread at once
 #include <cstdint>
 #include <cstdio>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +38,20 @@
 namespace dooly::power {
 
 inline constexpr std::string_view kRecordingHeader = "# dooly-recording v1";
+
+// What the format allows (see the header comment): keeps every later sum and allocation bounded.
+namespace recording_limits {
+inline constexpr uint32_t max_key_id = (1u << 24) - 1;
+inline constexpr uint32_t max_thread = (1u << 16) - 1;
+inline constexpr int32_t max_device = (1 << 16) - 1;
+inline constexpr uint32_t max_channels = 64;
+inline constexpr int64_t max_abs_t_ns = (int64_t{1} << 62) - 1;
+inline constexpr int64_t max_span_ns = int64_t{1} << 52;
+inline constexpr double max_power_w = 1e5;
+inline constexpr double max_energy_j = 1e15;
+inline constexpr int64_t max_sensor_ns = 60'000'000'000;
+inline constexpr uint32_t max_open_windows_per_thread = 1024;
+}  // namespace recording_limits
 
 struct RecordedKey {
   uint32_t id = 0;
@@ -60,6 +85,8 @@ struct Recording {
 
 // Reads and checks a whole recording. Throws InputError naming file:line, what is wrong and the fix.
 Recording read_recording(const std::string& path);
+// The same from a stream; `name` stands for the file in messages. A read error is an InputError too.
+Recording read_recording(std::istream& in, const std::string& name);
 
 // Streams a recording to a file. Every method checks what would make the file unreadable (a comma in a
 // field that is not free text, an undeclared channel or key, a sample not after the channel's previous one)
