@@ -22,6 +22,24 @@ TEST(Session, IntegerArithmeticAndDescribe) {
   EXPECT_THROW(s.label(9999), InputError);
 }
 
+// The KV tokens a sliding-window layer reads depend on the window (sum over requests of q + min(past, w-1)),
+// which no formula over the step's totals states: a derived label keeps the window's value in its value
+// form, so windows 48 and 4096 hash apart while the read count itself is still hashed by name.
+TEST(Session, DerivedQuantityKeepsConfigArgumentsByValue) {
+  Session s;
+  const int64_t w48 = s.sym("sliding_window", Kind::model_config, 48);
+  const int64_t w4096 = s.sym("sliding_window", Kind::model_config, 4096);
+  const int64_t a = s.derived("KV_TOKS_SLIDING", Kind::num_toks, 272, {w48});
+  const int64_t b = s.derived("KV_TOKS_SLIDING", Kind::num_toks, 652, {w4096});
+  EXPECT_EQ(s.describe(a), (json{{"v", 272}, {"k", "NUM_TOKS"}, {"e", "KV_TOKS_SLIDING(sliding_window)"},
+                                 {"f", "KV_TOKS_SLIDING(48)"}}));
+  EXPECT_EQ(s.describe(b)["f"], "KV_TOKS_SLIDING(4096)");
+  const int64_t h = s.sym("head_dim", Kind::model_config, 16);
+  EXPECT_EQ(s.describe(s.binary("mul", a, h))["f"], "16*KV_TOKS_SLIDING(48)");
+  EXPECT_EQ(s.describe(s.binary("mul", a, h))["k"], "MIX");
+  EXPECT_THROW(s.derived("X", Kind::num_toks, 1, {9999}), InputError);
+}
+
 TEST(Session, PropagatesAJsonCall) {
   Session s;
   const int64_t t = s.sym("NUM_TOKS", Kind::num_toks, 9);

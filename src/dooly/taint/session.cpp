@@ -17,6 +17,11 @@ int64_t Session::intern(ExprPtr e) {
 int64_t Session::sym(const std::string& name, Kind kind, int64_t value) { return intern(taint::sym(name, kind, value)); }
 int64_t Session::constant(int64_t value) { return intern(taint::constant(value)); }
 int64_t Session::unknown(int64_t value, const std::string& why) { return intern(taint::unknown(value, why)); }
+int64_t Session::derived(const std::string& name, Kind kind, int64_t value, const std::vector<int64_t>& args) {
+  std::vector<ExprPtr> labels;
+  for (int64_t a : args) labels.push_back(label(a));
+  return intern(taint::func(name, std::move(labels), value, kind));
+}
 int64_t Session::binary(const std::string& op, int64_t a, int64_t b) { return intern(apply_binary(op, label(a), label(b))); }
 int64_t Session::unary(const std::string& op, int64_t a) { return intern(apply_unary(op, label(a))); }
 

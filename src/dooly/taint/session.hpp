@@ -29,6 +29,11 @@ class Session {
   int64_t sym(const std::string& name, Kind kind, int64_t value);
   int64_t constant(int64_t value);
   int64_t unknown(int64_t value, const std::string& why);
+  // A quantity of the given kind and observed value that depends on other labels in a way no integer
+  // formula states: a function node `name(args...)` whose value form keeps the name and folds config-side
+  // arguments to their values, e.g. KV_TOKS_SLIDING(sliding_window) -> "KV_TOKS_SLIDING(48)" (the tokens a
+  // sliding-window layer reads: the window reaches the hash).
+  int64_t derived(const std::string& name, Kind kind, int64_t value, const std::vector<int64_t>& args);
   int64_t binary(const std::string& op, int64_t a, int64_t b);
   int64_t unary(const std::string& op, int64_t a);
   const ExprPtr& label(int64_t id) const;
