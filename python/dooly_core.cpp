@@ -10,6 +10,7 @@
 #include "dooly/signature/sign.hpp"
 #include "dooly/taint/session.hpp"
 #include "dooly/trace/call_tree.hpp"
+#include "dooly/trace/model_config.hpp"
 #include "dooly/trace/trace.hpp"
 
 namespace py = pybind11;
@@ -64,12 +65,34 @@ PYBIND11_MODULE(dooly_core, m) {
         "Distinct op/module signatures of every step of a trace (JSON text in, JSON text out).");
   m.def("collapsed_tree", &collapsed_tree, py::arg("trace_json"), py::arg("step_index") = 0, py::arg("max_depth") = 64);
 
+  m.def("check_model_config", [](const std::string& json_text, const std::string& source) {
+    const trace::ModelConfigCheck c = trace::check_model_config(json_text, source);
+    py::dict d;
+    d["model_type"] = c.model_type;
+    d["prefix"] = c.prefix;
+    d["hidden_size"] = c.hidden_size;
+    d["vocab_size"] = c.vocab_size;
+    d["num_hidden_layers"] = c.num_hidden_layers;
+    d["num_attention_heads"] = c.num_attention_heads;
+    d["num_key_value_heads"] = c.num_key_value_heads;
+    d["head_dim"] = c.head_dim;
+    d["intermediate_size"] = c.intermediate_size;
+    d["sliding_window"] = c.sliding_window ? py::cast(*c.sliding_window) : py::none();
+    return d;
+  }, py::arg("json_text"), py::arg("source"),
+        "Checks a config.json's text (dooly::trace::check_model_config); raises InputError naming the field.");
+
   py::class_<taint::Session>(m, "Session")
       .def(py::init<>())
       .def("sym", [](taint::Session& s, const std::string& name, const std::string& kind, int64_t value) {
         return s.sym(name, taint::kind_from_string(kind), value);
       })
       .def("constant", &taint::Session::constant)
+      .def("derived", [](taint::Session& s, const std::string& name, const std::string& kind, int64_t value,
+                         const std::vector<int64_t>& args) {
+        return s.derived(name, taint::kind_from_string(kind), value, args);
+      }, py::arg("name"), py::arg("kind"), py::arg("value"), py::arg("args"),
+           "A labelled quantity name(args...) of the given kind and value (e.g. a sliding window's KV reads)")
       .def("unknown", &taint::Session::unknown)
       .def("binary", &taint::Session::binary)
       .def("unary", &taint::Session::unary)

@@ -46,6 +46,11 @@ def _config_path(model: str, tiny: bool) -> Path:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    from .tracer.failure import failure_line, out_dir_problem
+    problem = out_dir_problem(args.out)
+    if problem:
+        print(f"dooly trace: {problem}", file=sys.stderr)
+        return 2
     try:
         config = _config_path(args.model, args.tiny)
     except (FileNotFoundError, ValueError) as e:
@@ -76,6 +81,9 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"dooly trace: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # one line, not a traceback: transformers', torch's or our own failure, with its place
+        print(f"dooly trace: {failure_line(e, name, args.attention)}", file=sys.stderr)
+        return 3
     path = write_trace(doc, args.out)
     s = doc["summary"]
     print(f"{path}: {s['ops']} ops over {len(doc['steps'])} steps "

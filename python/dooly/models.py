@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["ConfigError", "models_dir", "load_config", "list_models", "model_path", "tiny_path"]
+__all__ = ["ConfigError", "models_dir", "load_config", "check_sizes", "list_models", "model_path", "tiny_path"]
 
 # data/models/ of the repository this package lives in; DOOLY_MODELS_DIR overrides it (e.g. an installed package).
 _REPO_MODELS_DIR = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -56,7 +56,8 @@ def load_config(path: str | os.PathLike):
     """Reads a Hugging Face style config.json and returns the matching `transformers.PretrainedConfig` subclass.
 
     Raises `ConfigError` naming the file and the field (malformed JSON with line and column, a missing or unknown
-    `model_type`, an `architectures` entry transformers does not know or that does not match `model_type`)."""
+    `model_type`, missing or bad sizes (check_sizes), an `architectures` entry transformers does not know or that
+    does not match `model_type`)."""
     from transformers import CONFIG_MAPPING  # late: importing transformers takes seconds
 
     path = Path(path)
@@ -86,7 +87,7 @@ def load_config(path: str | os.PathLike):
                           f"{transformers.__version__}.{hint} Use one of transformers' model types, or a "
                           f"transformers version that has this model.")
     config_class = CONFIG_MAPPING[model_type]
-
+    check_sizes(text, path)
     _check_architectures(path, data, model_type, config_class)
 
     try:
@@ -94,6 +95,22 @@ def load_config(path: str | os.PathLike):
     except Exception as e:  # transformers validates fields (types, ranges) in the config constructors
         raise ConfigError(f"{path}: transformers rejects this {config_class.__name__}: {e}. Fix the named field "
                           f"(compare with data/models/ for a valid example).") from e
+
+
+def check_sizes(text: str, source) -> dict:
+    """The core's checks of a config's sizes (dooly::trace::check_model_config): a missing hidden_size or
+    vocab_size (transformers would use its defaults, 4096 / 32000: another model), sizes that are not positive
+    integers or are absurd, KV heads that do not divide the heads, a hidden_size the heads do not divide. Returns
+    the checked values; raises ConfigError naming the file and the field, before anything is built."""
+    try:
+        import dooly_core
+    except ImportError as e:
+        raise ImportError("the compiled core `dooly_core` is not importable. Build it (scripts/build.sh default "
+                          "dooly_core) and put build/default/python on PYTHONPATH.") from e
+    try:
+        return dooly_core.check_model_config(text, str(source))
+    except dooly_core.InputError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _check_architectures(path: Path, data: dict, model_type: str, config_class) -> None:

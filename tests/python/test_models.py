@@ -168,3 +168,32 @@ def test_missing_file_and_unknown_name(tmp_path):
         load_config(tmp_path / "nope.json")
     with pytest.raises(ConfigError, match=r"No tiny model config named 'llama-3.1-8' .*Did you mean llama-3.1-8b\?"):
         tiny_path("llama-3.1-8")
+
+
+@pytest.mark.parametrize("field,value,problem", [
+    ("hidden_size", None, "hidden_size: missing"),  # transformers would silently use 4096
+    ("vocab_size", None, "vocab_size: missing"),  # ... and 32000
+    ("num_hidden_layers", 0, "num_hidden_layers: 0 is not positive"),
+    ("intermediate_size", -176, "intermediate_size: -176 is not positive"),
+    ("num_key_value_heads", 3, "num_key_value_heads: 3 does not divide num_attention_heads = 4"),
+    ("hidden_size", 66, "hidden_size: 66 is not divisible by num_attention_heads = 4"),
+    ("vocab_size", 1 << 30, "vocab_size: 1073741824 is above 16777216"),
+])
+def test_bad_sizes_are_refused_in_one_line_naming_the_field(tmp_path, field, value, problem):
+    cfg = json.loads(tiny_path("llama-3.1-8b").read_text())
+    if value is None:
+        del cfg[field]
+    else:
+        cfg[field] = value
+    p = _write(tmp_path, json.dumps(cfg))
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: {problem}") and "\n" not in msg, msg
+
+
+def test_check_sizes_returns_the_checked_values():
+    from dooly.models import check_sizes
+    c = check_sizes(tiny_path("qwen3-30b-a3b").read_text(), "qwen3")
+    assert (c["hidden_size"], c["head_dim"], c["num_key_value_heads"], c["intermediate_size"]) == (64, 16, 2, 176)
+    assert check_sizes(tiny_path("gemma-2-9b-it").read_text(), "g")["sliding_window"] == 32

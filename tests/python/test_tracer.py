@@ -247,3 +247,44 @@ def test_strict_fails_on_unknown_dims(tmp_path, monkeypatch, capsys):
     assert "1 UNKNOWN dims" in capsys.readouterr().err
     monkeypatch.setattr(dooly.tracer, "trace_model", lambda *a, **k: _fake_doc([tok]))
     assert cli_trace.main(args + ["--strict"]) == 0
+
+
+def test_trace_cli_bad_sizes_and_out_fail_in_one_line_before_any_work(tmp_path, monkeypatch, capsys):
+    """A config without hidden_size traced silently as a 4096-wide model; zero sizes, heads that do not divide
+    and an --out that is a file ended in long tracebacks after the whole trace."""
+    import transformers
+    from dooly import cli_trace
+    from dooly.models import tiny_path
+
+    def built(*a, **k):
+        raise AssertionError("a model was built")
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_config", built)
+    good = json.loads(tiny_path("llama-3.1-8b").read_text())
+    for change, expected in (({"hidden_size": None}, "hidden_size: missing"),
+                             ({"vocab_size": None}, "vocab_size: missing"),
+                             ({"num_attention_heads": 0}, "num_attention_heads: 0 is not positive"),
+                             ({"num_key_value_heads": 3}, "num_key_value_heads: 3 does not divide")):
+        cfg = {k: v for k, v in dict(good, **change).items() if v is not None}
+        p = tmp_path / "cfg.json"
+        p.write_text(json.dumps(cfg))
+        assert cli_trace.main(["--model", str(p), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"dooly trace: {p}: {expected}") and err.count("\n") == 1, err
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out, expected in ((afile, "exists and is not a directory"), (afile / "sub", "is a file")):
+        assert cli_trace.main(["--model", "llama-3.1-8b", "--tiny", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_trace_cli_transformers_failure_is_one_line(tmp_path, capsys):
+    """An attention backend transformers cannot run here (flash-attn is not installed) fails in transformers:
+    one line that says so, with the exception's last line, exit 3."""
+    from dooly import cli_trace
+    assert cli_trace.main(["--model", "llama-3.1-8b", "--tiny", "--attention", "paged|flash_attention_2",
+                           "--out", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "failed in transformers" in err and "Error: " in err, err
+    assert "Traceback" not in err
