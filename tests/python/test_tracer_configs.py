@@ -81,3 +81,43 @@ def test_gpt_oss_traces_under_paged_eager(tmp_path):
     assert any(o["op"] == "max" for o in ops)
     assert doc["summary"]["fallback_ops"] == 0 and doc["summary"]["ops_with_unknown_outputs"] == 0
     assert doc["architecture"] == "GptOssForCausalLM"
+    # Its sliding (window 32) and full layers read different KV lengths in the mixed step: distinct labels.
+    mixed = doc["steps"][1]
+    kv = {(d["e"], d["v"]) for o in mixed["ops"] if o["op"] == "matmul" for t in o["inputs"] + o["outputs"]
+          for d in t["shape"] if d["e"].startswith("KV_TOKS")}
+    assert {e for e, _ in kv} == {"KV_TOKS", "KV_TOKS_SLIDING(sliding_window)"}, kv
+    assert len({v for _, v in kv}) == 2
+
+
+def _trace(tmp_path, name, data, attention="paged|sdpa"):
+    from dooly.tracer import trace_model
+    cfg = write_config(tmp_path, name, data)
+    return trace_model(str(cfg), attention, verify=False, kernels=False, log=lambda *_: None)
+
+
+def _op_units(doc):
+    """{hash: (name, canonical)} of the trace's op signatures."""
+    return {u["hash"]: (u["name"], u["canonical"]) for u in json.loads(_core().units_of_trace(json.dumps(doc)))
+            if u["kind"] == "op"}
+
+
+def _kv_reads(doc, kind):
+    return {d["v"] for st in doc["steps"] if st["kind"] == kind for o in st["ops"]
+            if o["op"] == "scaled_dot_product_attention" for d in o["inputs"][1]["shape"][-2:-1]}
+
+
+def test_a_sliding_window_read_from_the_config_reaches_the_signature(tmp_path, repo_root):
+    """Mistral's attention module does not store its window (the mask code and the cache read the config): windows
+    48 and 4096 read 272 vs 652 KV tokens in the mixed step, and had identical signatures."""
+    base = json.loads((repo_root / "data" / "models" / "tiny" / "mistral-7b-v0.3.json").read_text())
+    small = _trace(tmp_path, "mistral-w48", dict(base, sliding_window=48))
+    large = _trace(tmp_path, "mistral-w4096", dict(base, sliding_window=4096))
+    assert _kv_reads(small, "mixed") == {272} and _kv_reads(large, "mixed") == {652}
+    sdpa = lambda doc: {h for h, (n, _) in _op_units(doc).items() if n == "scaled_dot_product_attention"}  # noqa: E731
+    assert sdpa(small) and not sdpa(small) & sdpa(large)
+    canon = [c for n, c in _op_units(small).values() if n == "scaled_dot_product_attention"]
+    assert any("KV_TOKS_SLIDING(48)" in c for c in canon), canon
+    # Ops that see no window (the MLP, the projections) still share their signatures.
+    mlp = lambda doc: {h for h, (n, _) in _op_units(doc).items() if n in ("silu", "linear")}  # noqa: E731
+    assert mlp(small) == mlp(large)
+

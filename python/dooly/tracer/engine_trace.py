@@ -89,7 +89,7 @@ def trace_run(engine, requests, kinds=TRACED_KINDS, kernels: bool = False, log=p
 
     def label_inputs(mod, args, kwargs):
         limits.label_cache(kwargs.get("cache"), modules)
-        inputs = StepInputs(session, notes)
+        inputs = StepInputs(session, notes, engine.config)
         labelled = inputs.label(kwargs)
         state["inputs"] = inputs
         return args, labelled

@@ -21,6 +21,11 @@ REQUEST_REQS = "NUM_REQS"
 KV_TOKS = "KV_TOKS"
 MAX_SEQLEN_Q = "MAX_SEQLEN_Q"
 MAX_SEQLEN_K = "MAX_SEQLEN_K"
+# The same counts for sliding-window layers, which read at most window-1 cached tokens per request. They are
+# derived labels `KV_TOKS_SLIDING(sliding_window)`: the window is a config value that changes the work (272 vs 652
+# KV tokens in one step for windows 48 and 4096), so its value is in the hash ("KV_TOKS_SLIDING(48)"), and a
+# step whose sliding and full layers read different lengths labels the two reads apart.
+SLIDING_SUFFIX = "_SLIDING"
 CACHE_SLOTS = "CACHE_SLOTS"  # rows of the paged KV cache: a limit, like MAX_NUM_TOKS
 
 _INDEX_NAMES = ("layer_idx", "layer_id", "layer_index")
@@ -150,19 +155,48 @@ class LimitTaint:
 class StepInputs:
     """Labels the forward kwargs of one engine step by their role."""
 
-    def __init__(self, session, notes: list):
+    def __init__(self, session, notes: list, config=None):
         self.session = session
         self.notes = notes
+        self.config = config  # the engine's model config (its sliding_window is a TInt while tracing)
         self.toks = self.reqs = None
         self.num_tokens = self.num_requests = None
         self.one = session.constant(1)
         self.extra = {}
+        self.group_windows: list[int | None] = []  # per KV-cache layer group: its sliding window, None if full
 
-    def _named(self, name: str, value: int, kind: str = "NUM_TOKS") -> int:
-        key = (name, int(value))
+    def _named(self, name: str, value: int, kind: str = "NUM_TOKS", window: int | None = None) -> int:
+        """The step's count `name` (KV_TOKS, MAX_SEQLEN_K); for a sliding-window layer type the derived
+        `<name>_SLIDING(sliding_window)`."""
+        key = (name, int(value), window)
         if key not in self.extra:
-            self.extra[key] = self.session.sym(name, kind, int(value))
+            if window is None:
+                self.extra[key] = self.session.sym(name, kind, int(value))
+            else:
+                self.extra[key] = self.session.derived(name + SLIDING_SUFFIX, kind, int(value),
+                                                       [self._window_label(window)])
         return self.extra[key]
+
+    def _window_label(self, window: int) -> int:
+        w = getattr(self.config, "sliding_window", None)
+        if isinstance(w, TInt) and int(w) == int(window):
+            return w.label  # MODEL_CONFIG `sliding_window`
+        return self.session.constant(int(window))
+
+    def _read_groups(self, cache) -> None:
+        self.group_windows = []
+        for cm in getattr(cache, "group_cache_managers", None) or []:
+            w = getattr(cm, "sliding_window", None)
+            self.group_windows.append(int(w) if isinstance(w, int) and not isinstance(w, bool) else None)
+
+    def _window_of_type(self, layer_type) -> int | None:
+        """The window of a layer type ("sliding_attention" / "full_attention"; None: the step's only type)."""
+        sliding = [w for w in self.group_windows if w is not None]
+        if layer_type is None:
+            return sliding[0] if sliding and len(sliding) == len(self.group_windows) else None
+        if layer_type == "sliding_attention" and sliding:
+            return sliding[0]
+        return None
 
     def _expect(self, t, name, labels):
         values = [self.session.describe(l)[0] for l in labels]
@@ -195,6 +229,7 @@ class StepInputs:
 
     def label(self, kwargs: dict) -> dict:
         self._counts(kwargs)
+        self._read_groups(kwargs.get("cache"))
         out = dict(kwargs)
         for name, v in kwargs.items():
             if name in ("input_ids", "position_ids") and isinstance(v, torch.Tensor):
@@ -211,23 +246,25 @@ class StepInputs:
                 for t in v:
                     self._expect(t, name, [self.toks])
             elif name == "read_index" and isinstance(v, (list, tuple)):
-                for t in v:
+                for i, t in enumerate(v):
+                    window = self.group_windows[i] if i < len(self.group_windows) else None
                     if t.numel() == 0:
                         enc.set_tensor_labels(t, [self.session.constant(0)])
                     else:
-                        self._expect(t, name, [self._named(KV_TOKS, int(t.shape[0]))])
+                        self._expect(t, name, [self._named(KV_TOKS, int(t.shape[0]), window=window)])
             elif name == "attention_mask" and v is not None:
-                for t in (v.values() if isinstance(v, dict) else [v]):
+                for layer_type, t in (v.items() if isinstance(v, dict) else [(None, v)]):
                     if isinstance(t, torch.Tensor) and t.dim() == 4:
-                        kv = self._named(KV_TOKS, int(t.shape[-1]))
+                        kv = self._named(KV_TOKS, int(t.shape[-1]), window=self._window_of_type(layer_type))
                         self._expect(t, name, [self.one, self.one, self.toks, kv])
             elif name == "max_seqlen_q" and isinstance(v, int) and not isinstance(v, bool):
                 out[name] = TInt(v, self._named(MAX_SEQLEN_Q, v))
             elif name == "max_seqlen_k":
                 if isinstance(v, dict):
-                    out[name] = {k: TInt(x, self._named(MAX_SEQLEN_K, x)) if type(x) is int else x for k, x in v.items()}
+                    out[name] = {k: TInt(x, self._named(MAX_SEQLEN_K, x, window=self._window_of_type(k)))
+                                 if type(x) is int else x for k, x in v.items()}
                 elif type(v) is int:
-                    out[name] = TInt(v, self._named(MAX_SEQLEN_K, v))
+                    out[name] = TInt(v, self._named(MAX_SEQLEN_K, v, window=self._window_of_type(None)))
             elif name == "block_table" and isinstance(v, torch.Tensor):
                 dims = [self.session.constant(int(v.shape[0]))] + [self.reqs] + \
                        [self._named("MAX_BLOCKS_PER_REQ", int(s), "MAX_NUM_TOKS") for s in v.shape[2:]]
