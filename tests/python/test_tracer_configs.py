@@ -121,3 +121,14 @@ def test_a_sliding_window_read_from_the_config_reaches_the_signature(tmp_path, r
     mlp = lambda doc: {h for h, (n, _) in _op_units(doc).items() if n in ("silu", "linear")}  # noqa: E731
     assert mlp(small) == mlp(large)
 
+
+def test_config_values_an_op_does_not_use_do_not_split_it(tmp_path, repo_root):
+    """rms_norm_eps is used only by the norm's `add` (a scalar), max_position_embeddings by no op (the rotary
+    module's max_seq_len_cached): all other ops keep their signatures."""
+    base = json.loads((repo_root / "data" / "models" / "tiny" / "llama-3.1-8b.json").read_text())
+    a = _op_units(_trace(tmp_path, "llama-a", base))
+    b = _op_units(_trace(tmp_path, "llama-b", dict(base, rms_norm_eps=1e-6, max_position_embeddings=8192)))
+    only_a = sorted({a[h][0] for h in set(a) - set(b)})
+    only_b = sorted({b[h][0] for h in set(b) - set(a)})
+    assert only_a == ["add"] and only_b == ["add"], (only_a, only_b)
+    assert all('"1e-06"' in b[h][1] for h in set(b) - set(a))

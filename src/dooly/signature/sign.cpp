@@ -18,7 +18,10 @@ std::vector<Signed> sign_tree(const trace::CallTree& tree) {
     s.name = n.name;
     json canon;
     if (n.type == trace::Node::Type::op) {
-      canon = canonical_op(*n.op, digest);
+      // An op's work is what it receives: shapes, dtypes and scalars. A module attribute it uses is among
+      // those (RMSNorm's eps is the `add`'s scalar); one it does not use (the norm's eps for its pow/mean/
+      // rsqrt, a rotary module's max_seq_len_cached) must not split it. Module signatures keep the digest.
+      canon = canonical_op(*n.op, "");
       s.is_op = true;
       s.metadata = json{{"example_module", n.path}, {"rule", n.op->rule}, {"kernels", n.op->kernels}};
     } else {
