@@ -19,7 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "dooly/common/error.hpp"
+#include "dooly/common/log.hpp"
 #include "dooly/energy/report_writers.hpp"
+#include "dooly/common/settings.hpp"
+#include "dooly/power/registry.hpp"
 #include "fake_power.hpp"
 
 namespace dooly::kokkos {
@@ -43,7 +46,8 @@ const char* const kVars[] = {"DOOLY_POWER_SOURCE", "DOOLY_REPLAY_FILE", "DOOLY_R
                              "DOOLY_SENSOR_DELAY_MS", "DOOLY_MODEL",     "DOOLY_MODE",
                              "DOOLY_RECORD",       "DOOLY_MAX_EVENTS",  "DOOLY_GPUS",
                              "DOOLY_OUTPUT",       "DOOLY_TABLE",       "DOOLY_FENCES",
-                             "DOOLY_TABLE_FILE",   "DOOLY_NVML_MODE"};
+                             "DOOLY_TABLE_FILE",   "DOOLY_NVML_MODE",  "DOOLY_FIT",
+                             "DOOLY_LOG"};
 
 int count_dooly_lines(const std::string& text) {
   std::istringstream in(text);
@@ -51,6 +55,34 @@ int count_dooly_lines(const std::string& text) {
   for (std::string line; std::getline(in, line);)
     if (line.rfind("dooly:", 0) == 0) ++n;
   return n;
+}
+
+std::vector<std::string> dooly_lines(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("dooly:", 0) == 0) lines.push_back(line);
+  return lines;
+}
+
+void call_parse_args(Connector& c, std::vector<std::string> words) {
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  c.parse_args(static_cast<int>(words.size()), argv.data());
+}
+
+// The tool's start-up as Kokkos 4.6 calls it (core/src/impl/Kokkos_Profiling.cpp, initialize_tools_subsystem,
+// then Kokkos_Core.cpp, initialize_profiling): init_library, request_tool_settings, parse_args, and parse_args
+// once more with the same words. Without --kokkos-tools-args or KOKKOS_TOOLS_ARGS the words are the program's
+// name alone; with --kokkos-tools-args="a=1 b=2" they are the program's name, a=1, b=2; with KOKKOS_TOOLS_ARGS
+// they are that variable's words only. (Kokkos 3.4 calls parse_args once, after init.)
+void kokkos_init(Connector& c, const std::vector<std::string>& words = {"./kokkos_app"}) {
+  c.init(0, 20211015);
+  Kokkos_Tools_ToolSettings settings{};
+  c.request_tool_settings(1, &settings);
+  call_parse_args(c, words);
+  call_parse_args(c, words);
 }
 
 class ConnectorTest : public ::testing::Test {
@@ -132,7 +164,7 @@ void expect_p_times_t(const energy::RegionRow& r, double watts) {
 
 TEST_F(ConnectorTest, KernelsOfEveryKindAreRoutedByDeviceAndChargedPowerTimesTime) {
   Connector c(factory());
-  c.init(0, 20211015);
+  kokkos_init(c);
   ASSERT_TRUE(c.active());
   EXPECT_EQ(factory_calls_, 1);
   ASSERT_TRUE(last_options_.has_value());
@@ -192,7 +224,7 @@ TEST_F(ConnectorTest, ALabelBufferReusedForOtherLabelsGetsEachItsOwnRow) {
   // launch. The per-thread label cache is keyed by the pointer; it must still tell the texts apart: one longer,
   // one shorter, one differing in the last byte, one long enough for the library compare, and back.
   Connector c(factory());
-  c.init(0, 20211015);
+  kokkos_init(c);
   ASSERT_TRUE(c.active());
   const std::vector<std::string> labels = {"alpha", "alphb", "alph", "alphabet", "alpha",
                                            "a_label_well_over_thirty_two_characters_long", "a_label_well_over_thirty_two_characters_lonG",
@@ -215,7 +247,7 @@ TEST_F(ConnectorTest, ALabelBufferReusedForOtherLabelsGetsEachItsOwnRow) {
 TEST_F(ConnectorTest, TheFirstKernelOnAHostBackEndGetsAHandleAndClosesItsWindow) {
   // Regression: key 0 on a host device once encoded to handle 0 ("no window"), so its end was dropped.
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   uint64_t kid = 0;
   c.begin_kernel(Kind::kernel_for, "Kokkos::View::initialization [x]", dev_id(DeviceType::serial, 0), &kid);
   EXPECT_NE(kid, 0u);
@@ -231,7 +263,7 @@ TEST_F(ConnectorTest, TheFirstKernelOnAHostBackEndGetsAHandleAndClosesItsWindow)
 
 TEST_F(ConnectorTest, RegionsNestAndAPopWithoutAPushIsIgnored) {
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   c.pop_region();  // nothing open: ignored
   c.push_region("outer");
   window_ms(2);
@@ -263,7 +295,7 @@ TEST_F(ConnectorTest, RegionsNestAndAPopWithoutAPushIsIgnored) {
 
 TEST_F(ConnectorTest, SectionsMayOverlapAndBadIdsAreIgnored) {
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   uint32_t a = 7, b = 7, none = 7;
   c.create_section("sec_a", &a);
   c.create_section("sec_b", &b);
@@ -312,14 +344,14 @@ TEST_F(ConnectorTest, FenceHooksAreRemovedUnlessFencesGetRows) {
   auto cannot_remove = [] { return false; };
   {
     Connector c(factory(), remover);
-    c.init(0, 0);
+    kokkos_init(c);
     EXPECT_EQ(removals, 1);
     c.finalize();
     EXPECT_EQ(meta(c.last_report(), "kokkos.fence_hooks"), "removed at init");
   }
   {
     Connector c(factory(), cannot_remove);
-    c.init(0, 0);
+    kokkos_init(c);
     for (int i = 0; i < 3; ++i) {
       uint64_t h = 99;
       c.begin_fence("Kokkos::fence: Unnamed Instance Fence", dev_id(DeviceType::cuda, 0), &h);
@@ -333,7 +365,7 @@ TEST_F(ConnectorTest, FenceHooksAreRemovedUnlessFencesGetRows) {
   setenv("DOOLY_FENCES", "1", 1);
   {
     Connector c(factory(), remover);
-    c.init(0, 0);
+    kokkos_init(c);
     EXPECT_EQ(removals, 1);  // not asked: the hooks are wanted
     for (int i = 0; i < 2; ++i) {
       uint64_t h = 0;
@@ -354,7 +386,7 @@ TEST_F(ConnectorTest, FenceHooksAreRemovedUnlessFencesGetRows) {
 
 TEST_F(ConnectorTest, DeepCopiesAreNamedAfterBothEnds) {
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   Kokkos_Profiling_SpaceHandle dst{}, src{};
   std::snprintf(dst.name, sizeof(dst.name), "Cuda");
   std::snprintf(src.name, sizeof(src.name), "Host");
@@ -374,7 +406,7 @@ TEST_F(ConnectorTest, DeepCopiesAreNamedAfterBothEnds) {
 
 TEST_F(ConnectorTest, MetadataEventsAndPeakBytesLandInTheReportMeta) {
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   c.declare_metadata("dooly_test_key", "some value, with a comma");
   c.declare_metadata(nullptr, "x");  // ignored
   c.profile_event("checkpoint");
@@ -412,36 +444,126 @@ TEST_F(ConnectorTest, RequestToolSettingsTurnsGlobalFencingOn) {
   c.request_tool_settings(1, nullptr);  // no crash
 }
 
-TEST_F(ConnectorTest, ParseArgsAppliesKeyValueSettings) {
+// Kokkos calls init first and parse_args after it (twice in 4.x): every setting an argument gives must take
+// effect, including the ones the profiler needs at its start (they were ignored when it started in init).
+TEST_F(ConnectorTest, ToolArgumentsInKokkosOrderTakeEffect) {
   Connector c(factory());
-  std::string a0 = "libkp_gpu_energy.so", a1 = "period_ms=5", a2 = "FENCES=1", a3 = "mode=model";
-  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data()};
   ::testing::internal::CaptureStderr();
-  c.parse_args(4, argv);
-  c.init(0, 0);
+  c.init(0, 20211015);
+  EXPECT_FALSE(c.active());  // waits for the arguments
+  EXPECT_EQ(factory_calls_, 0);
+  kokkos_init(c, {"./kokkos_app", "period_ms=5", "FENCES=1", "mode=trapezoid", "baseline_w=100"});
   EXPECT_EQ(count_dooly_lines(::testing::internal::GetCapturedStderr()), 0);
   ASSERT_TRUE(c.active());
+  EXPECT_EQ(factory_calls_, 1);  // the second parse_args starts nothing again
   ASSERT_TRUE(last_options_.has_value());
   EXPECT_EQ(last_options_->period_ns, 5'000'000);
-  EXPECT_EQ(last_options_->mode, energy::Mode::model);
+  EXPECT_EQ(last_options_->mode, energy::Mode::trapezoid);
+  EXPECT_EQ(last_options_->attribution.baseline_w, 100.0);
   uint64_t h = 0;
   c.begin_fence("f", dev_id(DeviceType::serial, 0), &h);
   EXPECT_NE(h, 0u);  // fences=1 took effect
   c.end_fence(h);
   c.finalize();
-  EXPECT_EQ(c.last_report().mode, energy::Mode::model);
+  EXPECT_EQ(c.last_report().mode, energy::Mode::trapezoid);
+}
+
+TEST_F(ConnectorTest, KokkosToolsArgsWordsWithoutAProgramNameTakeEffect) {
+  // KOKKOS_TOOLS_ARGS="period_ms=7 mode=trapezoid": Kokkos 4 passes that variable's words alone.
+  Connector c(factory());
+  kokkos_init(c, {"period_ms=7", "mode=trapezoid"});
+  ASSERT_TRUE(c.active());
+  EXPECT_EQ(last_options_->period_ns, 7'000'000);
+  EXPECT_EQ(last_options_->mode, energy::Mode::trapezoid);
+  c.finalize();
+}
+
+TEST_F(ConnectorTest, ArgumentsBeforeInitTakeEffectToo) {
+  Connector c(factory());
+  call_parse_args(c, {"libkp_gpu_energy.so", "period_ms=4"});
+  EXPECT_FALSE(c.active());
+  c.init(0, 0);
+  ASSERT_TRUE(c.active());
+  EXPECT_EQ(last_options_->period_ns, 4'000'000);
+  c.finalize();
+}
+
+TEST_F(ConnectorTest, ToolArgumentsLeaveTheEnvironmentAlone) {
+  // Settings travel as values: nothing the program or its children read (getenv) changes, and no setenv runs
+  // inside a Kokkos callback while other threads may call getenv.
+  Connector c(factory());
+  kokkos_init(c, {"./app", "mode=trapezoid", "period_ms=3", "output=none", "table=0"});
+  ASSERT_TRUE(c.active());
+  EXPECT_EQ(std::getenv("DOOLY_MODE"), nullptr);
+  EXPECT_STREQ(std::getenv("DOOLY_PERIOD_MS"), "2");  // the fixture's, not the argument's
+  EXPECT_EQ(last_options_->period_ns, 3'000'000);
+  c.finalize();
+}
+
+TEST_F(ConnectorTest, LogArgumentSetsTheLevel) {
+  Connector c(factory());
+  ::testing::internal::CaptureStderr();
+  kokkos_init(c, {"./app", "log=info"});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(c.active());
+  EXPECT_EQ(log::threshold(), log::Level::info);
+  EXPECT_NE(err.find("dooly: measuring gpu0, gpu1 through fake every 2 ms"), std::string::npos) << err;
+  c.finalize();
+  log::set_threshold(log::Level::warn);
+}
+
+TEST_F(ConnectorTest, WithoutParseArgsTheFirstHookStartsMeasurement) {
+  // Kokkos 3.4 initialised without argv (Kokkos::initialize(InitArguments)) never calls parse_args.
+  Connector c(factory());
+  c.init(0, 0);
+  EXPECT_FALSE(c.active());
+  uint64_t kid = 0;
+  c.begin_kernel(Kind::kernel_for, "first", dev_id(DeviceType::cuda, 0), &kid);
+  EXPECT_NE(kid, 0u);
+  ASSERT_TRUE(c.active());
+  window_ms(3);
+  c.end_kernel(kid);
+  c.push_region("r");
+  c.pop_region();
+  c.finalize();
+  EXPECT_EQ(row(channel(c.last_report(), "gpu0"), "first").calls, 1u);
+  EXPECT_EQ(factory_calls_, 1);
+  // Nothing starts again after finalize.
+  c.begin_kernel(Kind::kernel_for, "late", dev_id(DeviceType::cuda, 0), &kid);
+  c.push_region("late region");
+  EXPECT_EQ(kid, 0u);
+  EXPECT_FALSE(c.active());
+  EXPECT_EQ(factory_calls_, 1);
+}
+
+TEST_F(ConnectorTest, HelpPrintsTheSettingsAndStartsNothing) {
+  // --kokkos-tools-help: Kokkos calls init, then print_help instead of parse_args, then finalize (3.4 and 4.6).
+  int calls = 0;
+  Connector c([&](const energy::ProfilerOptions&) -> std::unique_ptr<energy::Profiler> {
+    ++calls;
+    throw SourceError("power", 0, "no power source could be opened:\n  nvml: not found", "install a driver");
+  });
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  c.init(0, 20211015);
+  c.print_help();
+  Kokkos_Profiling_SpaceHandle sp{};
+  c.deallocate(sp, "x", 8);  // what Kokkos::finalize may still report
+  c.finalize();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(out, Connector::help());
+  EXPECT_EQ(out.rfind("dooly (libkp_gpu_energy.so): energy per Kokkos kernel and region.\n", 0), 0u) << out;
+  EXPECT_EQ(calls, 0);
 }
 
 // A bad argument turns measurement off with one line; every hook is then a no-op and nothing throws.
 void expect_disabled_after(const std::vector<std::string>& args, const std::string& expected_text,
                            const Connector::ProfilerFactory& factory, const int& factory_calls) {
   Connector c(factory);
-  std::vector<std::string> store = args;
-  std::vector<char*> argv;
-  for (auto& s : store) argv.push_back(s.data());
   ::testing::internal::CaptureStderr();
-  c.parse_args(static_cast<int>(argv.size()), argv.data());
-  c.init(0, 0);
+  kokkos_init(c, args);  // parse_args twice, as Kokkos 4 calls it: still one line
   uint64_t kid = 77;
   c.begin_kernel(Kind::kernel_for, "k", 0, &kid);
   EXPECT_EQ(kid, 0u);
@@ -486,15 +608,26 @@ TEST_F(ConnectorTest, UnknownArgumentDisablesTheConnectorWithOneLine) {
 }
 
 TEST_F(ConnectorTest, MalformedArgumentValueDisablesTheConnectorWithOneLine) {
-  expect_disabled_after({"libkp_gpu_energy.so", "period_ms=fast"}, "DOOLY_PERIOD_MS='fast'", factory(),
-                        factory_calls_);
+  expect_disabled_after({"libkp_gpu_energy.so", "period_ms=fast"},
+                        "period_ms='fast' is not a number in [1, 10000] — give period_ms a number between 1 and 10000",
+                        factory(), factory_calls_);
+}
+
+TEST_F(ConnectorTest, OutOfRangeArgumentNamesTheSettingAndItsRange) {
+  expect_disabled_after({"./app", "max_events=10"}, "max_events='10' is not a whole number in [1024, 67108864]",
+                        factory(), factory_calls_);
+}
+
+TEST_F(ConnectorTest, EnvironmentOnlySettingAsAnArgumentSaysToExportIt) {
+  expect_disabled_after({"./app", "tsc=0"}, "tool argument 'tsc' cannot be given here: it is read from the "
+                        "environment only — export DOOLY_TSC=0 before the program starts", factory(), factory_calls_);
 }
 
 TEST_F(ConnectorTest, MalformedEnvironmentDisablesTheConnectorWithOneLine) {
   setenv("DOOLY_PERIOD_MS", "-3", 1);
   ::testing::internal::CaptureStderr();
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   uint64_t kid = 5;
   c.begin_kernel(Kind::kernel_for, "k", 0, &kid);
   c.end_kernel(kid);
@@ -514,24 +647,61 @@ TEST_F(ConnectorTest, FailingPowerSourcePrintsOneLineAndTheHooksDoNothing) {
     throw SourceError("nvml", 9, "libnvidia-ml.so.1 not found", "install the NVIDIA driver");
   });
   ::testing::internal::CaptureStderr();
-  c.init(0, 0);
+  kokkos_init(c);
   uint64_t kid = 5;
   c.begin_kernel(Kind::kernel_for, "k", dev_id(DeviceType::cuda, 0), &kid);
   c.end_kernel(kid);
   c.push_region("r");
   c.pop_region();
-  c.init(0, 0);  // a second init retries the factory, which fails the same way
+  kokkos_init(c);  // Kokkos initialises once; a second init starts nothing
   c.finalize();
   c.finalize();
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(kid, 0u);
   EXPECT_FALSE(c.active());
-  EXPECT_EQ(calls, 2);
-  EXPECT_EQ(count_dooly_lines(err), 2) << err;  // one per init
-  EXPECT_NE(err.find("nvml: libnvidia-ml.so.1 not found — install the NVIDIA driver -- the program runs on"),
-            std::string::npos)
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(dooly_lines(err),
+            std::vector<std::string>{"dooly: nvml: libnvidia-ml.so.1 not found — install the NVIDIA driver -- the "
+                                     "program runs on without energy measurement"})
       << err;
   EXPECT_TRUE(c.last_report().channels.empty());
+}
+
+// A backend that auto-detection finds missing, as on a machine without a GPU driver.
+class MissingProvider final : public power::Provider {
+ public:
+  MissingProvider(std::string name, std::string reason) : name_(std::move(name)), reason_(std::move(reason)) {}
+  std::string_view name() const noexcept override { return name_; }
+  std::string_view description() const noexcept override { return "missing (test)"; }
+  power::Probe probe(const power::Options&) const override { return {false, reason_}; }
+  std::unique_ptr<power::Session> open(const power::Options&) const override {
+    throw SourceError(name_, 0, reason_, "");
+  }
+
+ private:
+  std::string name_, reason_;
+};
+
+TEST_F(ConnectorTest, NoPowerSourceIsExactlyOneLine) {
+  // Through the real selection, which lists every backend it tried (on lines of their own, once).
+  power::Registry registry;
+  registry.add(std::make_unique<MissingProvider>("nvml", "libnvidia-ml.so.1 not found"));
+  registry.add(std::make_unique<MissingProvider>("variorum", "libvariorum.so not found"));
+  registry.add(std::make_unique<MissingProvider>("rapl", "/sys/class/powercap is not readable"));
+  Connector c([&registry](const energy::ProfilerOptions& o) { return energy::Profiler::open(o, registry); });
+  ::testing::internal::CaptureStderr();
+  kokkos_init(c);
+  uint64_t kid = 0;
+  c.begin_kernel(Kind::kernel_for, "k", dev_id(DeviceType::cuda, 0), &kid);
+  c.end_kernel(kid);
+  c.finalize();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err,
+            "dooly: power: no power source could be opened: nvml: libnvidia-ml.so.1 not found; variorum: "
+            "libvariorum.so not found; rapl: /sys/class/powercap is not readable — install the NVIDIA driver (NVML) "
+            "or Variorum, make /sys/class/powercap readable, or set DOOLY_POWER_SOURCE=replay with "
+            "DOOLY_REPLAY_FILE -- the program runs on without energy measurement\n");
+  EXPECT_FALSE(c.active());
 }
 
 TEST_F(ConnectorTest, OutputPrefixGetsCsvAndJsonWithTheRunsFigures) {
@@ -541,7 +711,7 @@ TEST_F(ConnectorTest, OutputPrefixGetsCsvAndJsonWithTheRunsFigures) {
   setenv("DOOLY_TABLE", "1", 1);
   setenv("DOOLY_TABLE_FILE", table_path.c_str(), 1);
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   uint64_t kid = 0;
   c.begin_kernel(Kind::kernel_for, "triad", dev_id(DeviceType::cuda, 0), &kid);
   window_ms(3);
@@ -578,7 +748,7 @@ TEST_F(ConnectorTest, UnwritableOutputPrefixIsReportedAtInitAndTheProgramContinu
   setenv("DOOLY_OUTPUT", "/nonexistent-dooly-dir/sub/run", 1);
   Connector c(factory());
   ::testing::internal::CaptureStderr();
-  c.init(0, 0);
+  kokkos_init(c);
   const std::string at_init = ::testing::internal::GetCapturedStderr();
   ::testing::internal::CaptureStderr();
   uint64_t kid = 3;
@@ -594,18 +764,19 @@ TEST_F(ConnectorTest, UnwritableOutputPrefixIsReportedAtInitAndTheProgramContinu
   EXPECT_FALSE(fs::exists("/nonexistent-dooly-dir"));
 }
 
-TEST_F(ConnectorTest, HelpNamesEverySettingTheArgumentsAccept) {
+TEST_F(ConnectorTest, HelpListsEverySettingOfTheTable) {
   const std::string h = Connector::help();
-  for (const char* k : {"POWER_SOURCE", "GPUS", "PERIOD_MS", "MODE", "BASELINE_W", "BASELINE_MS", "OUTPUT", "TABLE",
-                        "TABLE_FILE", "RECORD", "FENCES", "SENSOR_WINDOW_MS", "SENSOR_DELAY_MS", "REPLAY_FILE"})
-    EXPECT_NE(h.find(k), std::string::npos) << k;
+  for (const SettingSpec& spec : setting_specs()) {
+    const bool listed = h.find("\n  " + std::string(spec.name) + " ") != std::string::npos;
+    EXPECT_EQ(listed, spec.renamed_to.empty()) << spec.name << "\n" << h;  // deprecated names are not offered
+  }
   // The defaults it states are the ones in force (the mode's once drifted when the default changed).
-  EXPECT_NE(h.find(fmt::format("(default {})", energy::to_string(energy::ProfilerOptions{}.mode))), std::string::npos) << h;
+  EXPECT_NE(h.find(fmt::format("; default: {})", energy::to_string(energy::ProfilerOptions{}.mode))), std::string::npos) << h;
 }
 
 TEST_F(ConnectorTest, HooksFromSeveralThreadsKeepTheirOwnRegionStacks) {
   Connector c(factory());
-  c.init(0, 0);
+  kokkos_init(c);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&c] {
@@ -637,7 +808,7 @@ TEST_F(ConnectorTest, TheInitThreadAndEveryOtherThreadGetTheirKernelsBeforeFinal
     }
   };
   std::thread([&] {
-    c.init(0, 0);
+    kokkos_init(c);
     launch(10);
   }).join();
   ASSERT_TRUE(c.active());

@@ -227,6 +227,60 @@ TEST_F(KokkosRuntime, MalformedRecordingPrintsOneLineNamingTheFileAndTheProgramR
   EXPECT_FALSE(fs::exists(dir_ / "run.json"));
 }
 
+// Kokkos calls the tool's init before its parse_args (3.4: once; 4.x: twice): arguments that the measurement
+// needs at its start (mode, period, log level) must still take effect.
+TEST_F(KokkosRuntime, ToolArgumentsOnTheCommandLineTakeEffect) {
+  const RunResult r = run_app(env_, {"3", "1000", "--kokkos-tools-args=mode=trapezoid period_ms=7 log=info"}, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("kokkos_app: iterations=3 n=1000 dot="), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("dooly: measuring gpu0 through replay every 7 ms\n"), std::string::npos) << r.err;
+  std::ifstream in(dir_ / "run.json");
+  ASSERT_TRUE(in.good()) << r.err;
+  const json j = json::parse(in);
+  EXPECT_EQ(j.at("mode"), "trapezoid");
+  EXPECT_EQ(j.at("meta").at("sampler_period_ms"), "7");
+  EXPECT_EQ(region(j.at("channels")[0], "axpy")->at("calls"), 3);
+}
+
+#if KOKKOS_APP_MAJOR >= 4
+TEST_F(KokkosRuntime, KokkosToolsArgsTakeEffect) {  // Kokkos 3.4 does not read KOKKOS_TOOLS_ARGS
+  env_["KOKKOS_TOOLS_ARGS"] = "mode=trapezoid period_ms=7";
+  const RunResult r = run_app(env_, {"3", "1000"}, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(dooly_lines(r.err).empty()) << r.err;
+  std::ifstream in(dir_ / "run.json");
+  ASSERT_TRUE(in.good()) << r.err;
+  const json j = json::parse(in);
+  EXPECT_EQ(j.at("mode"), "trapezoid");
+  EXPECT_EQ(j.at("meta").at("sampler_period_ms"), "7");
+}
+#endif
+
+TEST_F(KokkosRuntime, UnknownToolArgumentIsOneLineAndNothingIsMeasured) {
+  const RunResult r = run_app(env_, {"2", "1000", "--kokkos-tools-args=colour=blue"}, dir_);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" ok\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("dooly:"), std::string::npos) << r.out;  // no table
+  EXPECT_EQ(dooly_lines(r.err),
+            std::vector<std::string>{"dooly: unknown tool argument 'colour' — see the list of settings with "
+                                     "--kokkos-tools-help -- energy measurement is off for this run"})
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "run.json"));
+}
+
+TEST_F(KokkosRuntime, HelpPrintsTheSettingsAndNothingElse) {
+  // A power source that cannot be opened: asking for help must not try it.
+  env_["DOOLY_POWER_SOURCE"] = "nvml";
+  env_["DOOLY_NVML_LIBRARY"] = (dir_ / "no-such-libnvidia-ml.so.1").string();
+  const RunResult r = run_app(env_, {"--kokkos-tools-help"}, dir_);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("dooly (libkp_gpu_energy.so): energy per Kokkos kernel and region.\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\n  PERIOD_MS "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("kokkos_app:"), std::string::npos) << r.out;  // Kokkos exits after the help
+  EXPECT_TRUE(dooly_lines(r.err).empty()) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "run.json"));
+}
+
 #ifdef KP_TIMING_SHIM
 // bench/kp_timing_shim.cpp, the per-hook timer used for the overhead figures on the GPU: around dooly it must
 // forward every hook (dooly's report is exactly what it is without the shim) and count the program's kernels;

@@ -1,5 +1,6 @@
 #include "dooly/common/log.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -7,7 +8,14 @@
 
 namespace dooly::log {
 
+namespace {
+std::atomic<int> forced{-1};
+}  // namespace
+
+void set_threshold(Level level) noexcept { forced.store(static_cast<int>(level), std::memory_order_relaxed); }
+
 Level threshold() noexcept {
+  if (const int f = forced.load(std::memory_order_relaxed); f >= 0) return static_cast<Level>(f);
   static const Level level = [] {
     const char* v = std::getenv("DOOLY_LOG");
     if (!v) return Level::warn;

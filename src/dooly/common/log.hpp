@@ -9,8 +9,10 @@ namespace dooly::log {
 
 enum class Level { error = 0, warn = 1, info = 2, debug = 3 };
 
-// Level from DOOLY_LOG (error|warn|info|debug); default warn.
+// Level from DOOLY_LOG (error|warn|info|debug); default warn; set_threshold overrides it (a front end's own
+// setting, e.g. the Kokkos connector's log=... tool argument).
 Level threshold() noexcept;
+void set_threshold(Level level) noexcept;
 void write(Level level, std::string_view message) noexcept;
 
 template <typename... Args>

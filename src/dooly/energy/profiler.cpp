@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "dooly/common/clock.hpp"
-#include "dooly/common/env.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
 #include "dooly/energy/report.hpp"
@@ -18,25 +17,25 @@ namespace {
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
 }  // namespace
 
-ProfilerOptions ProfilerOptions::from_env() {
+ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
   ProfilerOptions o;
-  if (auto v = env::get("DOOLY_POWER_SOURCE")) o.source = *v;
-  if (auto v = env::get("DOOLY_REPLAY_FILE")) o.power.path = *v;
-  if (auto v = env::get_bool("DOOLY_REPLAY_REALTIME")) o.power.replay_realtime = *v;
-  if (auto v = env::get_double("DOOLY_PERIOD_MS", 1, 10'000)) {
-    o.period_ns = ms_to_ns(*v);
+  if (auto x = v.choice("POWER_SOURCE")) o.source = *x;
+  if (auto x = v.text("REPLAY_FILE")) o.power.path = *x;
+  if (auto x = v.flag("REPLAY_REALTIME")) o.power.replay_realtime = *x;
+  if (auto x = v.number("PERIOD_MS")) {
+    o.period_ns = ms_to_ns(*x);
     o.period_given = true;
   }
-  if (auto v = env::get_double("DOOLY_BASELINE_MS", 0, 60'000)) o.baseline_measure_ns = ms_to_ns(*v);
-  if (auto v = env::get_double("DOOLY_BASELINE_W", 0, 1e6)) o.attribution.baseline_w = *v;
-  if (auto v = env::get_double("DOOLY_SENSOR_WINDOW_MS", 0, 10'000)) o.sensor_window_ns = ms_to_ns(*v);
-  if (auto v = env::get_double("DOOLY_SENSOR_DELAY_MS", 0, 10'000)) o.sensor_delay_ns = ms_to_ns(*v);
-  if (auto v = env::get_bool("DOOLY_MODEL")) o.attribution.model = *v;
-  if (auto v = env::get("DOOLY_MODE")) o.mode = mode_from_string(*v);
-  if (auto v = env::get("DOOLY_RECORD")) o.record_path = *v;
-  if (auto v = env::get_int("DOOLY_MAX_EVENTS", 1024, 1ll << 26)) o.max_buffered_events = static_cast<size_t>(*v);
-  if (auto v = env::get_list("DOOLY_GPUS")) {
-    for (const auto& item : *v) {
+  if (auto x = v.number("BASELINE_MS")) o.baseline_measure_ns = ms_to_ns(*x);
+  if (auto x = v.number("BASELINE_W")) o.attribution.baseline_w = *x;
+  if (auto x = v.number("SENSOR_WINDOW_MS")) o.sensor_window_ns = ms_to_ns(*x);
+  if (auto x = v.number("SENSOR_DELAY_MS")) o.sensor_delay_ns = ms_to_ns(*x);
+  if (auto x = v.flag("FIT")) o.attribution.model = *x;
+  if (auto x = v.choice("MODE")) o.mode = mode_from_string(*x);
+  if (auto x = v.text("RECORD")) o.record_path = *x;
+  if (auto x = v.whole("MAX_EVENTS")) o.max_buffered_events = static_cast<size_t>(*x);
+  if (auto x = v.list("GPUS")) {
+    for (const auto& item : *x) {
       int d = -1;
       try {
         size_t pos = 0;
@@ -50,6 +49,8 @@ ProfilerOptions ProfilerOptions::from_env() {
   }
   return o;
 }
+
+ProfilerOptions ProfilerOptions::from_env() { return from_settings(SettingValues::from_env()); }
 
 std::unique_ptr<Profiler> Profiler::open(ProfilerOptions options, const power::Registry& registry) {
   power::Selection sel = power::select(registry, options.power, options.source);

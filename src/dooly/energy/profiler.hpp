@@ -18,6 +18,7 @@
 #include "dooly/energy/key_table.hpp"
 #include "dooly/energy/report.hpp"
 #include "dooly/energy/sampler.hpp"
+#include "dooly/common/settings.hpp"
 #include "dooly/power/registry.hpp"
 
 namespace dooly::power {
@@ -34,12 +35,14 @@ struct ProfilerOptions {
   int64_t baseline_measure_ns = 0;          // DOOLY_BASELINE_MS: quiet interval measured at start
   std::optional<int64_t> sensor_window_ns;  // DOOLY_SENSOR_WINDOW_MS: override the backend's sensor model
   std::optional<int64_t> sensor_delay_ns;   // DOOLY_SENSOR_DELAY_MS
-  AttributorOptions attribution;            // DOOLY_BASELINE_W, DOOLY_MODEL
+  AttributorOptions attribution;            // DOOLY_BASELINE_W, DOOLY_FIT (formerly DOOLY_MODEL)
   Mode mode = Mode::model;                  // DOOLY_MODE: which mode the table leads with
   std::string record_path;                  // DOOLY_RECORD: write every reading and window for re-analysis
   size_t max_buffered_events = 1u << 18;    // DOOLY_MAX_EVENTS: events per host thread between two sampler ticks
 
-  // Reads every DOOLY_* variable above; throws InputError naming the variable and the fix.
+  // The settings above from checked values (settings.hpp's table); throws InputError naming the setting.
+  static ProfilerOptions from_settings(const SettingValues& values);
+  // from_settings(SettingValues::from_env()).
   static ProfilerOptions from_env();
 };
 

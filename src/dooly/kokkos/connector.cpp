@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "dooly/common/env.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
 #include "dooly/energy/report_writers.hpp"
@@ -42,65 +41,35 @@ std::string default_prefix() {
   return fmt::format("dooly-energy-{}-{}", host, static_cast<long>(getpid()));
 }
 
-// Every setting the connector reads, once: tool arguments are checked against it and --kokkos-tools-help prints
-// it, so neither can drift from the other.
-struct Setting {
-  const char* name;  // without the DOOLY_ prefix
-  const char* help;
-};
-constexpr Setting kSettings[] = {
-    {"POWER_SOURCE", "nvml|variorum|rapl|replay (default: first available in that order)"},
-    {"GPUS", "CUDA ordinals to watch, e.g. 0,1 (default: every visible GPU)"},
-    {"PERIOD_MS", "sampling period (default: 500 for NVML's sample buffer, which returns its backlog; else 20)"},
-    {"MODE", "model|trapezoid: which attribution the table leads with (default model)"},
-    {"MODEL", "0 = skip the model fit"},
-    {"BASELINE_W", "idle power to subtract (default: measured from quiet readings)"},
-    {"BASELINE_MS", "measure the idle baseline for this long at start"},
-    {"OUTPUT", "file prefix for .csv and .json (default dooly-energy-<host>-<pid>; none = no files)"},
-    {"TABLE", "1|0 print the table at the end (default 1)"},
-    {"TABLE_FILE", "write the table to this file instead of stdout"},
-    {"RECORD", "write every reading and window to this file for `dooly analyze`"},
-    {"FENCES", "1 = give fences their own rows (default: no rows; Kokkos is asked to stop calling the fence hooks)"},
-    {"SENSOR_WINDOW_MS", "the sensor's effective averaging window (model mode)"},
-    {"SENSOR_DELAY_MS", "the sensor's lag (model mode)"},
-    {"NVML_MODE", "samples|instant|average (default: the best the GPU supports)"},
-    {"MAX_EVENTS", "window edges buffered per host thread between two sampler ticks"},
-    {"REPLAY_FILE", "recording to replay as the power source"},
-    {"REPLAY_REALTIME", "1|0 replay in real time (default 1)"},
-    {"LOG", "error|warn|info|debug"},
-    {"TSC", "0 = stamp hooks with steady_clock instead of the CPU's time-stamp counter"},
-};
+// An error that spans lines (the power source's list of backends tried) as the one line it is promised to be.
+std::string one_line(std::string text) {
+  for (size_t at = text.find(":\n  "); at != std::string::npos; at = text.find(":\n  ", at)) text.replace(at, 4, ": ");
+  for (size_t at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) text.replace(at, 3, "; ");
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+log::Level level_from_word(const std::string& w) {
+  if (w == "error") return log::Level::error;
+  if (w == "info") return log::Level::info;
+  if (w == "debug") return log::Level::debug;
+  return log::Level::warn;
+}
 
 }  // namespace
 
-ConnectorSettings ConnectorSettings::from_env() {
+ConnectorSettings ConnectorSettings::from_settings(const SettingValues& v) {
   ConnectorSettings s;
-  s.profiler = energy::ProfilerOptions::from_env();
-  s.output_prefix = env::get("DOOLY_OUTPUT").value_or(default_prefix());
-  if (auto v = env::get_bool("DOOLY_TABLE")) s.table = *v;
-  if (auto v = env::get_bool("DOOLY_FENCES")) s.fences = *v;
-  if (auto v = env::get("DOOLY_TABLE_FILE")) s.table_path = *v;
+  s.profiler = energy::ProfilerOptions::from_settings(v);
+  s.output_prefix = v.text("OUTPUT").value_or(default_prefix());
+  if (auto x = v.flag("TABLE")) s.table = *x;
+  if (auto x = v.flag("FENCES")) s.fences = *x;
+  if (auto x = v.text("TABLE_FILE")) s.table_path = *x;
+  if (auto x = v.choice("LOG")) s.log_level = level_from_word(*x);
   return s;
 }
 
-void ConnectorSettings::apply_args(const std::vector<std::string>& args) {
-  // Arguments override the environment: set them as DOOLY_ variables and re-read, so both paths share one
-  // parser and one set of error messages.
-  for (const std::string& a : args) {
-    const size_t eq = a.find('=');
-    if (eq == std::string::npos || eq == 0)
-      DOOLY_THROW(InputError, "write tool arguments as key=value, e.g. --kokkos-tools-args=\"mode=model period_ms=10\"",
-                  "tool argument '{}' is not key=value", a);
-    std::string key = "DOOLY_" + a.substr(0, eq);
-    for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (std::none_of(std::begin(kSettings), std::end(kSettings),
-                     [&](const Setting& k) { return key == std::string("DOOLY_") + k.name; }))
-      DOOLY_THROW(InputError, "see the list of settings with --kokkos-tools-help", "unknown tool argument '{}'",
-                  a.substr(0, eq));
-    setenv(key.c_str(), a.substr(eq + 1).c_str(), 1);
-  }
-  *this = from_env();
-}
+ConnectorSettings ConnectorSettings::from_env() { return from_settings(SettingValues::from_env()); }
 
 namespace {
 // Kokkos 3.x and 4.x have these in their core library (C++ names: Kokkos::Tools::Experimental::
@@ -130,44 +99,75 @@ Connector::Connector(ProfilerFactory factory, FenceHookRemover remove_fence_hook
       return energy::Profiler::open(o, registry);
     };
   }
-  try {
-    settings_ = ConnectorSettings::from_env();
-  } catch (const std::exception& e) {
-    settings_ok_ = false;
-    log::error("{} -- energy measurement is off for this run", e.what());
-  }
 }
 
 Connector::~Connector() { finalize(); }
 
 void Connector::disable(const std::string& why) noexcept {
-  log::error("{} -- the program runs on without energy measurement", why);
+  log::error("{} -- the program runs on without energy measurement", one_line(why));
   owner_tp_.store(nullptr, std::memory_order_release);
   events_.store(nullptr, std::memory_order_release);
   profiler_.reset();
 }
 
 void Connector::parse_args(int argc, char** argv) noexcept {
+  std::lock_guard<std::mutex> lock(start_mu_);
+  if (args_seen_) return;  // Kokkos 4 passes the same arguments a second time
+  args_seen_ = true;
   try {
-    std::vector<std::string> args;
-    for (int i = 0; i < argc; ++i) {
-      if (!argv[i]) continue;
-      std::string a = argv[i];
-      if (i == 0 && a.find('=') == std::string::npos) continue;  // argv[0]: the tool library's name
-      args.push_back(std::move(a));
-    }
-    // No arguments: the constructor already read (and, if bad, reported) the environment.
-    if (args.empty()) return;
-    settings_.apply_args(args);
-    settings_ok_ = true;
-  } catch (const std::exception& e) {
-    settings_ok_ = false;
-    log::error("{} -- energy measurement is off for this run", e.what());
+    for (int i = 0; i < argc; ++i)
+      if (argv[i]) args_.emplace_back(argv[i]);
+  } catch (...) {
+    args_.clear();  // out of memory: the environment's settings
   }
+  if (state_.load(std::memory_order_relaxed) == State::pending) start_locked();
 }
 
 void Connector::init(int, uint64_t) noexcept {
-  if (!settings_ok_ || profiler_) return;
+  std::lock_guard<std::mutex> lock(start_mu_);
+  if (state_.load(std::memory_order_relaxed) != State::waiting) return;
+  state_.store(State::pending, std::memory_order_release);
+  if (args_seen_) start_locked();
+}
+
+void Connector::print_help() noexcept {
+  {
+    std::lock_guard<std::mutex> lock(start_mu_);
+    if (state_.load(std::memory_order_relaxed) != State::measuring) state_.store(State::off, std::memory_order_release);
+  }
+  try {
+    const std::string h = help();
+    std::fputs(h.c_str(), stdout);
+    std::fflush(stdout);
+  } catch (...) {
+  }
+}
+
+bool Connector::late_start() noexcept {
+  if (state_.load(std::memory_order_acquire) != State::pending) return profiler_ != nullptr;
+  std::lock_guard<std::mutex> lock(start_mu_);
+  if (state_.load(std::memory_order_relaxed) == State::pending) start_locked();
+  return profiler_ != nullptr;
+}
+
+energy::EventBuffers::Thread* Connector::late_start_thread() noexcept {
+  if (!late_start()) return nullptr;
+  energy::EventBuffers* events = events_.load(std::memory_order_acquire);
+  return events ? events->local() : nullptr;
+}
+
+void Connector::start_locked() noexcept {
+  state_.store(State::off, std::memory_order_release);  // unless everything below succeeds
+  try {
+    SettingValues values = SettingValues::from_env();
+    values.apply_args(args_);
+    settings_ = ConnectorSettings::from_settings(values);
+    if (settings_.log_level) log::set_threshold(*settings_.log_level);
+    for (const std::string& w : values.warnings()) log::warn("{}", w);
+  } catch (const std::exception& e) {
+    log::error("{} -- energy measurement is off for this run", one_line(e.what()));
+    return;
+  }
   try {
     if (settings_.output_prefix != "none") {
       energy::check_writable(settings_.output_prefix + ".json");
@@ -175,7 +175,7 @@ void Connector::init(int, uint64_t) noexcept {
     profiler_ = factory_(settings_.profiler);
     static std::atomic<uint64_t> generations{0};
     generation_ = generations.fetch_add(1) + 1;
-    for (const auto& s : profiler_->skipped_backends()) log::info("skipped {}", s);
+    for (const auto& s : profiler_->skipped_backends()) log::info("skipped {}", one_line(s));
     std::string chans;
     for (const auto& ch : profiler_->channels()) chans += (chans.empty() ? "" : ", ") + ch.name;
     log::info("measuring {} through {} every {:g} ms", chans, profiler_->backend(),
@@ -187,6 +187,7 @@ void Connector::init(int, uint64_t) noexcept {
     // Kokkos 4 calls the fence hooks ~6 times per kernel; unless fences are to get rows, have it stop (on the
     // H200's host those calls cost more than the kernel hooks themselves).
     if (!settings_.fences) fence_hooks_removed_ = remove_fence_hooks_();
+    state_.store(State::measuring, std::memory_order_release);
   } catch (const std::exception& e) {
     disable(e.what());
   }
@@ -203,7 +204,7 @@ energy::KeyId Connector::learn_label(energy::EventBuffers::Thread& thread, const
 }
 
 void Connector::push_region(const char* name) noexcept {
-  if (!profiler_ || !name) return;
+  if (!measuring() || !name) return;
   try {
     const energy::KeyId key = profiler_->key(name, Kind::region);
     thread_state(generation_).regions.push_back(key);
@@ -223,7 +224,7 @@ void Connector::pop_region() noexcept {
 void Connector::create_section(const char* name, uint32_t* section_id) noexcept {
   if (!section_id) return;
   *section_id = UINT32_MAX;
-  if (!profiler_ || !name) return;
+  if (!measuring() || !name) return;
   try {
     const energy::KeyId key = profiler_->key(name, Kind::section);
     std::lock_guard<std::mutex> lock(mu_);
@@ -261,7 +262,7 @@ void Connector::destroy_section(uint32_t id) noexcept {
 }
 
 void Connector::profile_event(const char* name) noexcept {
-  if (!profiler_ || !name) return;
+  if (!measuring() || !name) return;
   try {
     std::lock_guard<std::mutex> lock(mu_);
     ++event_counts_[name];
@@ -270,7 +271,7 @@ void Connector::profile_event(const char* name) noexcept {
 }
 
 void Connector::declare_metadata(const char* key, const char* value) noexcept {
-  if (!profiler_ || !key || !value) return;
+  if (!measuring() || !key || !value) return;
   try {
     std::lock_guard<std::mutex> lock(mu_);
     profiler_->add_meta(std::string("kokkos.") + key, value);
@@ -280,7 +281,7 @@ void Connector::declare_metadata(const char* key, const char* value) noexcept {
 
 void Connector::begin_fence(const char* name, uint32_t dev_id, uint64_t* handle) noexcept {
   if (handle) *handle = 0;
-  if (!settings_.fences || !profiler_ || !name) return;  // no rows wanted: nothing to do, nothing touched
+  if (!measuring() || !settings_.fences || !name) return;  // no rows wanted: nothing to do, nothing touched
   try {
     const int32_t device = gpu_ordinal(dev_id);
     const energy::KeyId key = profiler_->key(name, Kind::fence);
@@ -293,7 +294,7 @@ void Connector::begin_fence(const char* name, uint32_t dev_id, uint64_t* handle)
 void Connector::end_fence(uint64_t handle) noexcept { end_kernel(handle); }
 
 void Connector::allocate(const Kokkos_Profiling_SpaceHandle& space, const char*, uint64_t size) noexcept {
-  if (!profiler_) return;
+  if (!measuring()) return;
   try {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string s(space.name, strnlen(space.name, sizeof(space.name)));
@@ -316,7 +317,7 @@ void Connector::deallocate(const Kokkos_Profiling_SpaceHandle& space, const char
 
 void Connector::begin_deep_copy(const Kokkos_Profiling_SpaceHandle& dst, const char* dst_label,
                                 const Kokkos_Profiling_SpaceHandle& src, const char* src_label, uint64_t) noexcept {
-  if (!profiler_) return;
+  if (!measuring()) return;
   try {
     const std::string name =
         fmt::format("deep_copy {}:{} <- {}:{}", std::string(dst.name, strnlen(dst.name, sizeof(dst.name))),
@@ -346,11 +347,13 @@ std::string Connector::help() {
   std::string h =
       "dooly (libkp_gpu_energy.so): energy per Kokkos kernel and region.\n"
       "Settings (environment DOOLY_<NAME>, or tool arguments name=value):\n";
-  for (const Setting& k : kSettings) h += fmt::format("  {:<17} {}\n", k.name, k.help);
+  h += settings_help();
   return h;
 }
 
 void Connector::finalize() noexcept {
+  std::lock_guard<std::mutex> start_lock(start_mu_);
+  state_.store(State::off, std::memory_order_release);  // hooks after finalize start nothing
   if (!profiler_) return;
   owner_tp_.store(nullptr, std::memory_order_release);
   events_.store(nullptr, std::memory_order_release);

@@ -6,10 +6,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "dooly/common/log.hpp"
 #include "dooly/energy/profiler.hpp"
 #include "dooly/kokkos/kokkos_abi.hpp"
 
@@ -17,15 +19,15 @@ namespace dooly::kokkos {
 
 struct ConnectorSettings {
   energy::ProfilerOptions profiler;
-  std::string output_prefix;  // DOOLY_OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
-  bool table = true;          // DOOLY_TABLE: print the table at finalize
-  bool fences = false;        // DOOLY_FENCES: give fences their own rows (off: no rows, hooks removed if possible)
-  std::string table_path;     // DOOLY_TABLE_FILE: write the table there instead of stdout
+  std::string output_prefix;  // OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
+  bool table = true;          // TABLE: print the table at finalize
+  bool fences = false;        // FENCES: give fences their own rows (off: no rows, hooks removed if possible)
+  std::string table_path;     // TABLE_FILE: write the table there instead of stdout
+  std::optional<log::Level> log_level;  // LOG
 
-  static ConnectorSettings from_env();  // throws InputError
-  // key=value arguments from KOKKOS_TOOLS_ARGS; the keys are the environment names without DOOLY_, any case
-  // (period_ms=10 mode=model output=run1). Throws InputError naming the argument.
-  void apply_args(const std::vector<std::string>& args);
+  // From checked values (common/settings.hpp: the environment, tool arguments over it); throws InputError.
+  static ConnectorSettings from_settings(const SettingValues& values);
+  static ConnectorSettings from_env();  // from_settings(SettingValues::from_env())
 };
 
 class Connector {
@@ -37,9 +39,16 @@ class Connector {
   explicit Connector(ProfilerFactory factory = {}, FenceHookRemover remove_fence_hooks = {});
   ~Connector();
 
+  // Measurement starts once both init and parse_args have come, in either order (Kokkos 3.4 and 4.x call init
+  // first, then parse_args: once in 3.4, twice in 4.x with the same arguments), with the settings of the
+  // environment and the arguments over them. Where parse_args never comes (Kokkos 3.4 initialised without
+  // argv), the first other hook after init starts it with the environment's settings. Later parse_args calls
+  // are ignored, and so is everything after finalize or print_help.
   void parse_args(int argc, char** argv) noexcept;
   void init(int load_seq, uint64_t interface_version) noexcept;
   void finalize() noexcept;
+  // --kokkos-tools-help: prints the settings to stdout; nothing is measured (Kokkos finalizes and exits next).
+  void print_help() noexcept;
   bool active() const noexcept { return profiler_ != nullptr; }
 
   // The kernel hooks: inline, so that the extern "C" entry points compile to one short function each.
@@ -102,8 +111,15 @@ class Connector {
   // Any other thread's (out of line: the hooks' code stays short, a few cache lines).
   [[gnu::noinline]] energy::EventBuffers::Thread* other_thread() noexcept {
     energy::EventBuffers* events = events_.load(std::memory_order_acquire);
-    return events ? events->local() : nullptr;
+    if (!events) [[unlikely]] return late_start_thread();
+    return events->local();
   }
+  // Not measuring: starts now if init came and parse_args did not; the calling thread's share, or nullptr.
+  [[gnu::cold]] energy::EventBuffers::Thread* late_start_thread() noexcept;
+  // The other hooks' check: measuring, or started now (as late_start_thread).
+  bool measuring() noexcept { return profiler_ != nullptr || late_start(); }
+  [[gnu::cold, gnu::noinline]] bool late_start() noexcept;
+  void start_locked() noexcept;  // under start_mu_, in state pending
   // A label the thread's memo does not hold: interned and remembered; kNoKey if that failed (out of memory).
   energy::KeyId learn_label(energy::EventBuffers::Thread& thread, const char* name, energy::Kind kind) noexcept;
   void write_outputs() noexcept;
@@ -122,7 +138,12 @@ class Connector {
   FenceHookRemover remove_fence_hooks_;
   bool fence_hooks_removed_ = false;  // Kokkos no longer calls begin/end_fence
   ConnectorSettings settings_;
-  bool settings_ok_ = true;
+  // waiting (for init) -> pending (init came; for parse_args or a hook) -> measuring | off; off after finalize.
+  enum class State { waiting, pending, measuring, off };
+  std::atomic<State> state_{State::waiting};
+  std::mutex start_mu_;  // state changes
+  bool args_seen_ = false;
+  std::vector<std::string> args_;
   std::mutex mu_;  // sections, counters
   std::vector<std::pair<energy::KeyId, bool>> sections_;  // id -> key, alive
   std::unordered_map<std::string, uint64_t> event_counts_;

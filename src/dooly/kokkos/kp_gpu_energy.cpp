@@ -51,10 +51,7 @@ extern "C" {
 #define DOOLY_EXPORT __attribute__((visibility("default")))
 
 DOOLY_EXPORT void kokkosp_parse_args(int argc, char** argv) { connector().parse_args(argc, argv); }
-DOOLY_EXPORT void kokkosp_print_help(char*) {
-  const std::string h = dooly::kokkos::Connector::help();
-  std::fputs(h.c_str(), stdout);
-}
+DOOLY_EXPORT void kokkosp_print_help(char*) { connector().print_help(); }
 DOOLY_EXPORT void kokkosp_init_library(const int load_seq, const uint64_t interface_ver, const uint32_t,
                                        Kokkos_Profiling_KokkosPDeviceInfo*) {
   connector().init(load_seq, interface_ver);
