@@ -190,6 +190,7 @@ class EventBuffers {
     for (const Drained& d : scratch) sink(d.thread, d.event);
   }
   uint64_t dropped() const noexcept;
+  size_t capacity() const noexcept { return capacity_; }  // events per thread, as rounded up
 
  private:
   // One small plain thread-local with the initial-exec model: inside the dlopen'ed connector a general-dynamic

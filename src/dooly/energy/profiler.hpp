@@ -21,10 +21,6 @@
 #include "dooly/common/settings.hpp"
 #include "dooly/power/registry.hpp"
 
-namespace dooly::power {
-class RecordingWriter;
-}
-
 namespace dooly::energy {
 
 struct ProfilerOptions {
@@ -83,10 +79,9 @@ class Profiler {
  private:
   void tick(int64_t now_ns) noexcept;
   void read_counters() noexcept;
-  void record_key(KeyId key);
-  template <typename F>
-  void record_safely(F&& write) noexcept;
-  bool record_failed_ = false;
+  struct RecordBatch;  // what one tick adds to the recording
+  class Recorder;      // writes DOOLY_RECORD on a thread of its own
+  void note_key(KeyId key);  // a key's first event: its line goes into the recording before the event's
 
   ProfilerOptions options_;
   std::unique_ptr<power::Session> session_;
@@ -96,8 +91,9 @@ class Profiler {
   KeyTable keys_;
   std::unique_ptr<Attributor> attributor_;
   std::unique_ptr<Sampler> sampler_;
-  std::unique_ptr<power::RecordingWriter> recorder_;
-  std::vector<bool> recorded_keys_;
+  std::unique_ptr<Recorder> recorder_;
+  std::unique_ptr<RecordBatch> record_;  // the tick's items (sampler thread only)
+  std::vector<bool> recorded_keys_;      // keys whose line the recording has (sampler thread only)
   std::vector<std::pair<std::string, std::string>> meta_;
 
   std::mutex attributor_mu_;  // the sampler thread and start/stop's counter reads
