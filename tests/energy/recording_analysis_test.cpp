@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "dooly/common/error.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/energy/recording.hpp"
 
 namespace dooly::energy {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kMs = 1'000'000;
 
 TEST(RecordingAnalysis, ReanalysisMatchesClosedForm) {
-  power::Recording rec;
+  Recording rec;
   power::Channel ch;
   ch.name = "gpu0";
   ch.domain = power::Domain::gpu;
@@ -34,8 +34,8 @@ TEST(RecordingAnalysis, ReanalysisMatchesClosedForm) {
   rec.counters = {{0, 0, 5000.0}, {0, 1000 * kMs, 5150.0}};
 
   const auto path = (std::filesystem::temp_directory_path() / "dooly-recording-test.csv").string();
-  power::write_recording(path, rec);
-  const power::Recording back = power::read_recording(path);
+  write_recording(path, rec);
+  const Recording back = read_recording(path);
   std::filesystem::remove(path);
 
   Report rep = analyze_recording(back, {});
@@ -68,8 +68,8 @@ TEST(KeyTable, InsertAboveTheLargestIdThrowsInsteadOfWrapping) {
   EXPECT_EQ(keys.info(3).name, "k");
 }
 
-power::Recording one_kernel(uint32_t key_id) {
-  power::Recording rec;
+Recording one_kernel(uint32_t key_id) {
+  Recording rec;
   power::Channel ch;
   ch.name = "gpu0";
   ch.domain = power::Domain::gpu;
@@ -87,7 +87,7 @@ TEST(RecordingAnalysis, SparseKeyIdsCostNoMoreThanDenseOnes) {
   // keys. Analysis numbers the declared keys densely; the figures are those of ids 0 and 1.
   AnalysisOptions o;
   o.attribution.model = false;
-  const Report sparse = analyze_recording(one_kernel(power::recording_limits::max_key_id), o);
+  const Report sparse = analyze_recording(one_kernel(recording_limits::max_key_id), o);
   const Report dense = analyze_recording(one_kernel(7), o);
   ASSERT_EQ(sparse.channels.at(0).rows.size(), 2u);
   ASSERT_EQ(dense.channels.at(0).rows.size(), 2u);
@@ -101,7 +101,7 @@ TEST(RecordingAnalysis, SparseKeyIdsCostNoMoreThanDenseOnes) {
 }
 
 TEST(RecordingAnalysis, RunBoundsObeyTheFormatsTimeLimits) {
-  power::Recording rec = one_kernel(1);
+  Recording rec = one_kernel(1);
   rec.meta = {{"run_start_ns", "-9223372036854775808"}};
   EXPECT_THROW(analyze_recording(rec, {}), InputError);
   rec.meta = {{"run_end_ns", "9000000000000000000"}};

@@ -1,4 +1,6 @@
-// The dooly recording format: exact round trip, and one clear message (file:line, problem, fix) per bad input.
+// The dooly recording format (energy/recording.hpp) and the power lines replay reads of it
+// (power/replay/recorded_readings.hpp): exact round trip, and one clear message (file:line, problem, fix) per bad
+// input.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -12,11 +14,17 @@
 #include <fmt/format.h>
 
 #include "dooly/common/error.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/energy/recording.hpp"
+#include "dooly/power/replay/recorded_readings.hpp"
 #include "test_util.hpp"
 
 namespace dooly::power {
 namespace {
+
+using energy::read_recording;
+using energy::Recording;
+using energy::RecordingWriter;
+using energy::write_recording;
 
 using test::TempDir;
 
@@ -294,7 +302,7 @@ TEST(Recording, ReadErrorIsReportedNotTakenForTheEnd) {
     read_recording(in, "run.dooly");
     FAIL() << "should throw";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.problem()), "run.dooly:5: reading the recording failed after line 4");
+    EXPECT_EQ(std::string(e.problem()), "run.dooly:5: reading the file failed after line 4");
     EXPECT_EQ(e.fix(), "check the disk and the file, then run again");
   }
 }
@@ -317,6 +325,44 @@ TEST(Recording, WriterMakesFreeTextUtf8AndRefusesWhatIsOutOfBounds) {
   const Recording r = read_recording(dir.file("r"));
   ASSERT_EQ(r.keys.size(), 1u);
   EXPECT_EQ(r.keys[0].name, "caf\xef\xbf\xbd \xef\xbf\xbd");
+}
+
+TEST(RecordedReadings, ReplayReadsThePowerLinesAndSkipsTheEnergyOnes) {
+  // Window and key lines are the energy engine's: the readings reader neither parses nor needs them (a 'b'
+  // line of an undeclared key passes here and fails in the full reader), but an unknown type still fails.
+  const std::string text = std::string(kHead) + "meta,backend,nvml\nkey,1,for,a\nb,5,9,0,0,1\ns,0,5,2.5\nc,0,6,10\n";
+  TempDir dir;
+  test::write_file(dir.file("r"), text);
+  const RecordedReadings r = read_recorded_readings(dir.file("r"));
+  ASSERT_EQ(r.channels.size(), 1u);
+  ASSERT_EQ(r.samples.size(), 1u);
+  EXPECT_EQ(r.samples[0].t_ns, 5);
+  ASSERT_EQ(r.counters.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.counters[0].energy_j, 10.0);
+  EXPECT_EQ(r.meta.at(0).second, "nvml");
+  EXPECT_THROW(read_recording(dir.file("r")), InputError);  // key 9 is not declared
+  test::write_file(dir.file("x"), std::string(kHead) + "x,1\n");
+  try {
+    read_recorded_readings(dir.file("x"));
+    FAIL() << "should throw";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.problem()), dir.file("x") + ":3: unknown record type 'x'");
+  }
+  test::write_file(dir.file("neg"), std::string(kHead) + "s,0,5,-406\n");
+  EXPECT_THROW(read_recorded_readings(dir.file("neg")), InputError);
+}
+
+TEST(Recording, UnknownKeyKindIsRefusedAtItsLine) {
+  // The kind was checked only by the analysis, in a message without file:line.
+  TempDir dir;
+  test::write_file(dir.file("k"), "# dooly-recording v1\nkey,1,kernel,a\n");
+  try {
+    read_recording(dir.file("k"));
+    FAIL() << "should throw";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.problem()), dir.file("k") + ":2: the key kind is 'kernel'");
+    EXPECT_NE(e.fix().find("for, reduce, scan, region"), std::string::npos);
+  }
 }
 
 TEST(Recording, MissingFileIsExplained) {

@@ -6,7 +6,7 @@
 
 #include "dooly/common/clock.hpp"
 #include "dooly/common/error.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/power/replay/recorded_readings.hpp"
 #include "dooly/power/replay/replay_provider.hpp"
 #include "test_util.hpp"
 

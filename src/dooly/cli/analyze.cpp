@@ -5,7 +5,7 @@
 #include "dooly/cli/command_registry.hpp"
 #include "dooly/energy/recording_analysis.hpp"
 #include "dooly/energy/report_writers.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/energy/recording.hpp"
 
 namespace {
 
@@ -26,7 +26,7 @@ void run_analyze(const AnalyzeArgs& a) {
   o.attribution.model = !a.no_model;
   if (a.window_ms) o.sensor_window_ns = static_cast<int64_t>(*a.window_ms * 1e6);
   if (a.delay_ms) o.sensor_delay_ns = static_cast<int64_t>(*a.delay_ms * 1e6);
-  const power::Recording rec = power::read_recording(a.recording);
+  const energy::Recording rec = energy::read_recording(a.recording);
   const energy::Report report = energy::analyze_recording(rec, o);
   std::fputs(energy::format_table(report).c_str(), stdout);
   if (!a.csv.empty()) energy::write_file_atomic(a.csv, energy::to_csv(report));

@@ -11,7 +11,7 @@
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
 #include "dooly/energy/report.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/energy/recording.hpp"
 
 namespace dooly::energy {
 
@@ -62,9 +62,9 @@ ProfilerOptions ProfilerOptions::from_env() { return from_settings(SettingValues
 // recording whole.
 struct Profiler::RecordBatch {
   std::vector<std::pair<std::string, std::string>> meta;
-  std::vector<power::RecordedKey> keys;
+  std::vector<RecordedKey> keys;
   std::vector<power::Reading> samples;
-  std::vector<power::RecordedEvent> events;
+  std::vector<Event> events;
   std::vector<power::RecordedCounter> counters;
   size_t size() const noexcept { return meta.size() + keys.size() + samples.size() + events.size() + counters.size(); }
   void clear() noexcept {
@@ -174,7 +174,7 @@ class Profiler::Recorder {
     }
   }
 
-  power::RecordingWriter writer_;
+  RecordingWriter writer_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable work_, space_;
@@ -285,7 +285,7 @@ void Profiler::tick(int64_t) noexcept {
       if (recorder_) {
         if (e.key >= recorded_keys_.size() || !recorded_keys_[e.key]) [[unlikely]]
           note_key(e.key);
-        record_->events.push_back(power::RecordedEvent{e.t_ns, e.key, e.thread, e.device, e.begin, e.flags});
+        record_->events.push_back(e);
       }
     });
     attributor_->advance(complete_ns);
@@ -300,7 +300,7 @@ void Profiler::note_key(KeyId key) {
   if (key >= recorded_keys_.size()) recorded_keys_.resize(key + 1, false);
   recorded_keys_[key] = true;
   const KeyInfo info = keys_.info(key);
-  record_->keys.push_back(power::RecordedKey{key, std::string(to_string(info.kind)), info.name});
+  record_->keys.push_back(RecordedKey{key, std::string(to_string(info.kind)), info.name});
 }
 
 void Profiler::start() {

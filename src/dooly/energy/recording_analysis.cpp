@@ -8,7 +8,7 @@
 namespace dooly::energy {
 
 namespace {
-std::optional<int64_t> meta_int(const power::Recording& rec, std::string_view key) {
+std::optional<int64_t> meta_int(const Recording& rec, std::string_view key) {
   for (const auto& [k, v] : rec.meta)
     if (k == key) {
       int64_t x = 0;
@@ -20,7 +20,7 @@ std::optional<int64_t> meta_int(const power::Recording& rec, std::string_view ke
 }
 }  // namespace
 
-Report analyze_recording(const power::Recording& rec, const AnalysisOptions& options) {
+Report analyze_recording(const Recording& rec, const AnalysisOptions& options) {
   // The attributor's tables are dense in the key id: the recording's ids (below 2^24, possibly sparse) are
   // numbered 0, 1, 2, ... in their own order, so memory follows the keys declared, not the largest id, and
   // rows that tie keep their order.
@@ -50,8 +50,8 @@ Report analyze_recording(const power::Recording& rec, const AnalysisOptions& opt
   }
   const int64_t run_start = meta_int(rec, "run_start_ns").value_or(t_first == INT64_MAX ? 0 : t_first);
   const int64_t run_end = meta_int(rec, "run_end_ns").value_or(t_last == INT64_MIN ? 0 : t_last);
-  // The run's bounds obey the same limits as the recording's stamps (power/replay/recording.hpp).
-  namespace lim = power::recording_limits;
+  // The run's bounds obey the same limits as the recording's stamps (recording.hpp).
+  namespace lim = recording_limits;
   for (auto [key, t] : {std::pair<const char*, int64_t>{"run_start_ns", run_start}, {"run_end_ns", run_end}}) {
     const int64_t lo = std::min({t, t_first == INT64_MAX ? t : t_first}), hi = std::max({t, t_last == INT64_MIN ? t : t_last});
     if (t < -lim::max_abs_t_ns || t > lim::max_abs_t_ns || hi - lo > lim::max_span_ns)
@@ -66,10 +66,10 @@ Report analyze_recording(const power::Recording& rec, const AnalysisOptions& opt
   attr.begin_run(run_start);
   for (const auto& c : rec.counters) attr.add_counter(c.channel, c.t_ns, c.energy_j);
   for (const auto& s : rec.samples) attr.add_reading(s);
-  std::vector<power::RecordedEvent> events = rec.events;
-  std::stable_sort(events.begin(), events.end(),
-                   [](const power::RecordedEvent& a, const power::RecordedEvent& b) { return a.t_ns < b.t_ns; });
-  for (const auto& e : events) attr.add_event(Event{e.t_ns, dense(e.key), e.thread, e.device, e.begin, e.flags});
+  std::vector<Event> events = rec.events;
+  for (Event& e : events) e.key = dense(e.key);
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
+  for (const Event& e : events) attr.add_event(e);
 
   Report report = attr.finish(run_end);
   report.mode = options.mode;

@@ -5,7 +5,7 @@
 
 #include "dooly/energy/attributor.hpp"
 #include "dooly/energy/report.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/energy/recording.hpp"
 
 namespace dooly::energy {
 
@@ -16,6 +16,6 @@ struct AnalysisOptions {
   std::optional<int64_t> sensor_delay_ns;
 };
 
-Report analyze_recording(const power::Recording& recording, const AnalysisOptions& options);
+Report analyze_recording(const Recording& recording, const AnalysisOptions& options);
 
 }  // namespace dooly::energy

@@ -8,7 +8,7 @@
 #include "dooly/common/clock.hpp"
 #include "dooly/common/env.hpp"
 #include "dooly/common/error.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/power/replay/recorded_readings.hpp"
 
 namespace dooly::power {
 
@@ -31,7 +31,7 @@ class ReplaySession final : public Session {
   explicit ReplaySession(const Options& options) : path_(recording_path(options)), realtime_(options.replay_realtime) {
     if (path_.empty())
       throw InputError("replay: no recording given", "set DOOLY_REPLAY_FILE (or the path option) to a recording");
-    Recording rec = read_recording(path_);
+    RecordedReadings rec = read_recorded_readings(path_);
     if (rec.channels.empty())
       DOOLY_THROW(InputError, "replay a recording that holds power channels", "{}: the recording declares no channel",
                   path_);

@@ -1,5 +1,5 @@
 #pragma once
-// Replays the power readings of a dooly recording (replay/recording.hpp) as a power source: for tests and for
+// Replays the power readings of a dooly recording (replay/recorded_readings.hpp) as a power source: for tests and for
 // re-analysing a run offline. Never auto-detected: select it with DOOLY_POWER_SOURCE=replay.
 #include <memory>
 

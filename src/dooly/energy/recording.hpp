@@ -6,9 +6,10 @@
 //   meta,<key>,<value>                            value: free text (may hold commas)
 //   channel,<index>,<domain>,<device>,<window_ns>,<delay_ns>,<update_ns>,<name>,<description>
 //                                                 indices 0,1,2,... in order; description: free text
-//   key,<id>,<kind>,<name>                        kind: a short word (for, reduce, region, ...); name: free text
+//   key,<id>,<kind>,<name>                        kind: for, reduce, scan, region, section, fence, copy, idle,
+//                                                 other; name: free text
 //   s,<channel>,<t_ns>,<power_w>[,<window_ns>]    a power reading; t_ns strictly increasing per channel
-//   b,<t_ns>,<key>,<thread>,<device>,<flags>      a window begins (flags: bitset defined by the energy engine)
+//   b,<t_ns>,<key>,<thread>,<device>,<flags>      a window begins (flags: energy/event.hpp)
 //   e,<t_ns>,<key>,<thread>,<device>,<flags>      a window ends
 //   c,<channel>,<t_ns>,<energy_j>                 a vendor energy-counter reading
 //   # ... / blank                                 ignored after the header
@@ -25,6 +26,9 @@
 //   in [0, 60 s]
 //   an 'e' line does not come before the 'b' of the same key on the same thread that it closes, and at most
 //   1024 windows are open on one thread at once
+//
+// The power lines (meta, channel, s, c) are read by power/replay/recorded_readings.hpp, which the replay
+// source uses; this file reads and writes the whole format.
 #include <cstdint>
 #include <cstdio>
 #include <iosfwd>
@@ -33,53 +37,34 @@
 #include <utility>
 #include <vector>
 
-#include "dooly/power/power_source.hpp"
+#include "dooly/energy/event.hpp"
+#include "dooly/power/replay/recorded_readings.hpp"
 
-namespace dooly::power {
+namespace dooly::energy {
 
-inline constexpr std::string_view kRecordingHeader = "# dooly-recording v1";
+using power::kRecordingHeader;
+using power::RecordedCounter;
 
-// What the format allows (see the header comment): keeps every later sum and allocation bounded.
+// The energy engine's bounds, with the power ones in power::recording_limits.
 namespace recording_limits {
+using namespace power::recording_limits;
 inline constexpr uint32_t max_key_id = (1u << 24) - 1;
 inline constexpr uint32_t max_thread = (1u << 16) - 1;
-inline constexpr int32_t max_device = (1 << 16) - 1;
-inline constexpr uint32_t max_channels = 64;
-inline constexpr int64_t max_abs_t_ns = (int64_t{1} << 62) - 1;
-inline constexpr int64_t max_span_ns = int64_t{1} << 52;
-inline constexpr double max_power_w = 1e5;
-inline constexpr double max_energy_j = 1e15;
-inline constexpr int64_t max_sensor_ns = 60'000'000'000;
 inline constexpr uint32_t max_open_windows_per_thread = 1024;
 }  // namespace recording_limits
 
 struct RecordedKey {
   uint32_t id = 0;
-  std::string kind;
+  std::string kind;  // a word of energy::Kind (to_string)
   std::string name;
-};
-
-struct RecordedEvent {
-  int64_t t_ns = 0;
-  uint32_t key = 0;
-  uint32_t thread = 0;
-  int32_t device = -1;
-  bool begin = true;
-  uint32_t flags = 0;
-};
-
-struct RecordedCounter {
-  uint32_t channel = 0;
-  int64_t t_ns = 0;
-  double energy_j = 0.0;
 };
 
 struct Recording {
   std::vector<std::pair<std::string, std::string>> meta;
-  std::vector<Channel> channels;
+  std::vector<power::Channel> channels;
   std::vector<RecordedKey> keys;
-  std::vector<Reading> samples;
-  std::vector<RecordedEvent> events;
+  std::vector<power::Reading> samples;
+  std::vector<Event> events;
   std::vector<RecordedCounter> counters;
 };
 
@@ -89,8 +74,9 @@ Recording read_recording(const std::string& path);
 Recording read_recording(std::istream& in, const std::string& name);
 
 // Streams a recording to a file. Every method checks what would make the file unreadable (a comma in a
-// field that is not free text, an undeclared channel or key, a sample not after the channel's previous one)
-// and throws InputError; I/O failures surface at flush() (and are logged, never thrown, by the destructor).
+// field that is not free text, an undeclared channel or key, a sample not after the channel's previous one,
+// a value outside the format's bounds) and throws InputError; I/O failures surface at flush() (and are
+// logged, never thrown, by the destructor).
 class RecordingWriter {
  public:
   explicit RecordingWriter(const std::string& path);  // creates or truncates; writes the header
@@ -99,10 +85,10 @@ class RecordingWriter {
   RecordingWriter& operator=(const RecordingWriter&) = delete;
 
   void write_meta(std::string_view key, std::string_view value);
-  uint32_t write_channel(const Channel& channel);  // returns its index (0, 1, 2, ... in call order)
+  uint32_t write_channel(const power::Channel& channel);  // returns its index (0, 1, 2, ... in call order)
   void write_key(const RecordedKey& key);
-  void write_sample(const Reading& reading);
-  void write_event(const RecordedEvent& event);
+  void write_sample(const power::Reading& reading);
+  void write_event(const Event& event);
   void write_counter(const RecordedCounter& counter);
   void flush();  // throws InputError if anything written so far failed to reach the file
 
@@ -118,4 +104,4 @@ class RecordingWriter {
 // Writes a whole Recording (channels, keys, then samples, events and counters in the given order).
 void write_recording(const std::string& path, const Recording& recording);
 
-}  // namespace dooly::power
+}  // namespace dooly::energy
