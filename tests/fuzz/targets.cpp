@@ -1,0 +1,95 @@
+#include "targets.hpp"
+
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "dooly/common/error.hpp"
+#include "dooly/energy/recording.hpp"
+#include "dooly/energy/recording_analysis.hpp"
+#include "dooly/energy/report_writers.hpp"
+#include "dooly/power/replay/recorded_readings.hpp"
+#include "dooly/power/variorum/variorum_json.hpp"
+#include "dooly/trace/model_config.hpp"
+#include "dooly/trace/trace.hpp"
+
+namespace dooly::fuzz {
+
+namespace {
+std::string bytes(const uint8_t* data, size_t size) { return std::string(reinterpret_cast<const char*>(data), size); }
+
+// Readers must report bad input as an InputError whose message is one line.
+void check_one_line(const Error& e) {
+  if (e.problem().find('\n') != std::string::npos) __builtin_trap();
+}
+}  // namespace
+
+int recording(const uint8_t* data, size_t size) {
+  std::istringstream in(bytes(data, size));
+  try {
+    (void)energy::read_recording(in, "fuzz.recording");
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int readings(const uint8_t* data, size_t size) {
+  std::istringstream in(bytes(data, size));
+  try {
+    (void)power::read_recorded_readings(in, "fuzz.recording");
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int analyze(const uint8_t* data, size_t size) {
+  std::istringstream in(bytes(data, size));
+  try {
+    const energy::Recording rec = energy::read_recording(in, "fuzz.recording");
+    for (bool model : {false, true}) {
+      energy::AnalysisOptions o;
+      o.attribution.model = model;
+      o.mode = model ? energy::Mode::model : energy::Mode::trapezoid;
+      const energy::Report report = energy::analyze_recording(rec, o);
+      (void)energy::format_table(report);
+      (void)energy::to_csv(report);
+      (void)energy::to_json_text(report);
+    }
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int variorum_json(const uint8_t* data, size_t size) {
+  std::string error;
+  const auto snap = power::variorum::parse_power_json(bytes(data, size), error);
+  if (!snap && error.empty()) __builtin_trap();  // a refusal always says why
+  return 0;
+}
+
+int trace_json(const uint8_t* data, size_t size) {
+  const nlohmann::json j = nlohmann::json::parse(bytes(data, size), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return 0;  // read_trace turns that into an InputError before parse_trace
+  try {
+    (void)trace::parse_trace(j, "fuzz.json");
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int model_config(const uint8_t* data, size_t size) {
+  try {
+    (void)trace::check_model_config(std::string_view(reinterpret_cast<const char*>(data), size), "config.json");
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+}  // namespace dooly::fuzz

@@ -1,0 +1,20 @@
+#pragma once
+// The fuzz targets' entry points: one per reader, plus the whole `dooly analyze` pipeline. Each takes any
+// bytes and returns 0; bad input may only end in dooly's own InputError (or StoreError for the store), which
+// the entry catches: anything else (another exception, a crash, a sanitizer report, a hang) is a finding.
+// Built twice: into libFuzzer executables (fuzz preset, clang) and into fuzz_replay_test, which replays the
+// checked-in corpus and the crash files under ctest in every build.
+#include <cstddef>
+#include <cstdint>
+
+namespace dooly::fuzz {
+
+int recording(const uint8_t* data, size_t size);     // energy/recording: read_recording (the whole format)
+int readings(const uint8_t* data, size_t size);      // power/replay/recorded_readings (what replay reads)
+int analyze(const uint8_t* data, size_t size);       // recording -> attribution -> table, CSV, JSON
+int variorum_json(const uint8_t* data, size_t size); // power/variorum: parse_power_json
+int trace_json(const uint8_t* data, size_t size);    // trace: JSON text -> parse_trace
+int model_config(const uint8_t* data, size_t size);  // trace: check_model_config
+int store(const uint8_t* data, size_t size);         // store: a file of these bytes opened and queried
+
+}  // namespace dooly::fuzz
