@@ -176,5 +176,28 @@ TEST(VariorumJson, PerSocketGpuNumbersBecomeNodeWide) {
   EXPECT_EQ(error, "\"power_node_watts\" is \"x\", not a number");
 }
 
+TEST(VariorumJson, ValuesBeyondTheirRangeAreRefusedNotConverted) {
+  // A float timestamp beyond int64 was cast to int64 (undefined; UBSan), and socket * GPUs-per-socket could
+  // overflow int; the microsecond stamp times 1000 overflowed in the provider.
+  std::string error;
+  EXPECT_FALSE(variorum::parse_power_json(R"({"n": {"timestamp": 1e300, "power_node_watts": 1}})", error));
+  EXPECT_EQ(error, "\"timestamp\" is 1e+300, not microseconds since the epoch within [0, 2^52]");
+  EXPECT_FALSE(variorum::parse_power_json(R"({"n": {"timestamp": -5, "power_node_watts": 1}})", error));
+  EXPECT_FALSE(variorum::parse_power_json(R"({"n": {"timestamp": 9223372036854775807, "power_node_watts": 1}})", error));
+  EXPECT_FALSE(variorum::parse_power_json(R"({"n": {"timestamp": 1, "power_node_watts": 1e308}})", error));
+  EXPECT_EQ(error, "\"power_node_watts\" is 1e+308, above 100000 W");
+  EXPECT_FALSE(variorum::parse_power_json(
+      R"({"n": {"timestamp": 1, "socket_0": {"power_gpu_watts": {"GPU_0": 2e5}}}})", error));
+  auto snap = variorum::parse_power_json(
+      R"({"n": {"timestamp": 1, "num_gpus_per_socket": 1e300, "socket_2147483647": {"power_cpu_watts": 5},
+                "socket_1": {"power_gpu_watts": {"GPU_2147483647": 1, "GPU_0": 2}},
+                "socket_0": {"power_gpu_watts": {"GPU_0": 3}}}})",
+      error);
+  ASSERT_TRUE(snap) << error;
+  ASSERT_EQ(snap->values.size(), 2u);  // the out-of-range socket and GPU numbers are not sockets or GPUs
+  EXPECT_EQ(snap->values[0].channel, "gpu0");
+  EXPECT_EQ(snap->values[1].channel, "gpu1");
+}
+
 }  // namespace
 }  // namespace dooly::power

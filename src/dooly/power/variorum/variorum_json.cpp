@@ -14,14 +14,20 @@ namespace {
 
 using json = nlohmann::json;
 
-// "socket_12" -> 12 for prefix "socket_"; nullopt otherwise.
+// Bounds that keep later arithmetic defined: GPU numbering multiplies sockets by GPUs per socket, and the
+// provider turns microseconds into nanoseconds.
+constexpr int kMaxIndex = 4095;               // sockets, GPUs per socket, GPU numbers
+constexpr double kMaxTimestampUs = 4503599627370496.0;  // 2^52 us: year 2112
+constexpr double kMaxPowerW = 1e5;
+
+// "socket_12" -> 12 for prefix "socket_"; nullopt otherwise (also above kMaxIndex).
 std::optional<int> suffix_number(const std::string& key, std::string_view prefix) {
   if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   int v = 0;
   const char* b = key.data() + prefix.size();
   const char* e = key.data() + key.size();
   auto [p, ec] = std::from_chars(b, e, v);
-  if (ec != std::errc() || p != e || v < 0) return std::nullopt;
+  if (ec != std::errc() || p != e || v < 0 || v > kMaxIndex) return std::nullopt;
   return v;
 }
 
@@ -33,6 +39,10 @@ bool number(const json& obj, const char* key, double& out, std::string& error) {
     return false;
   }
   out = it->get<double>();
+  if (out > kMaxPowerW) {
+    error = fmt::format("\"{}\" is {}, above {} W", key, it->dump(), kMaxPowerW);
+    return false;
+  }
   return true;
 }
 
@@ -64,7 +74,13 @@ std::optional<Snapshot> parse_power_json(const std::string& text, std::string& e
     error = "the host object has no numeric \"timestamp\"";
     return std::nullopt;
   }
-  snap.timestamp_us = ts->is_number_float() ? static_cast<int64_t>(ts->get<double>()) : ts->get<int64_t>();
+  // Checked as a double before any conversion: a float beyond int64 cast to it is undefined.
+  const double ts_us = ts->get<double>();
+  if (!(ts_us >= 0 && ts_us <= kMaxTimestampUs)) {
+    error = fmt::format("\"timestamp\" is {}, not microseconds since the epoch within [0, 2^52]", ts->dump());
+    return std::nullopt;
+  }
+  snap.timestamp_us = ts->is_number_float() ? static_cast<int64_t>(ts_us) : ts->get<int64_t>();
 
   double w = -1.0;
   error.clear();
@@ -74,6 +90,7 @@ std::optional<Snapshot> parse_power_json(const std::string& text, std::string& e
   double gpus_per_socket = 0;
   number(*host, "num_gpus_per_socket", gpus_per_socket, error);
   error.clear();
+  if (!(gpus_per_socket >= 0 && gpus_per_socket <= kMaxIndex)) gpus_per_socket = 0;  // unusable: the GPUs' own numbers decide
 
   std::map<int, const json*> sockets;
   for (const auto& [name, value] : host->items())
@@ -102,6 +119,10 @@ std::optional<Snapshot> parse_power_json(const std::string& text, std::string& e
       if (!k) continue;
       if (!value.is_number()) {
         error = fmt::format("\"{}\" of socket_{} is {}, not a number", key, s, value.dump());
+        return std::nullopt;
+      }
+      if (value.get<double>() > kMaxPowerW) {
+        error = fmt::format("\"{}\" of socket_{} is {}, above {} W", key, s, value.dump(), kMaxPowerW);
         return std::nullopt;
       }
       gpus.push_back({s, *k, value.get<double>()});

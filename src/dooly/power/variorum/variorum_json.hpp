@@ -2,7 +2,8 @@
 // Parses the JSON of variorum_get_power_json (docs/power-sources.md, variorum):
 //   {"<host>": {"timestamp": <us since epoch>, "power_node_watts": W, "num_gpus_per_socket": n,
 //               "socket_<s>": {"power_cpu_watts": W, "power_mem_watts": W, "power_gpu_watts": {"GPU_<k>": W}}}}
-// -1 (any negative value) means "not measurable".
+// -1 (any negative value) means "not measurable". Refused: a timestamp outside [0, 2^52] us, a power above
+// 1e5 W; socket and GPU numbers above 4095 are not taken as sockets or GPUs.
 #include <cstdint>
 #include <optional>
 #include <string>
