@@ -64,7 +64,23 @@ DimLabel parse_dim(const json& j) {
   return d;
 }
 
+namespace {
+Trace parse_trace_fields(const json& j, const std::string& origin);
+}  // namespace
+
 Trace parse_trace(const json& j, const std::string& origin) {
+  // Optional fields are read with json::value and at(), which throw json's own errors for a wrong type or a
+  // missing key deeper down; those are bad input too, reported as such (found by fuzzing).
+  try {
+    return parse_trace_fields(j, origin);
+  } catch (const json::exception& e) {
+    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: a field has the wrong type or is missing ({})",
+                origin, e.what());
+  }
+}
+
+namespace {
+Trace parse_trace_fields(const json& j, const std::string& origin) {
   if (!j.is_object() || !j.contains("version"))
     DOOLY_THROW(InputError, "pass a trace written by `dooly trace`", "{}: not a dooly trace (no 'version' key)", origin);
   Trace t;
@@ -112,6 +128,7 @@ Trace parse_trace(const json& j, const std::string& origin) {
   t.verification = j.value("verification", json::object());
   return t;
 }
+}  // namespace
 
 Trace read_trace(const std::string& path) {
   std::ifstream in(path);
