@@ -4,12 +4,16 @@
 //                               dlopen'ed and dlsym'ed as Kokkos does: dooly (libkp_gpu_energy.so over a replayed
 //                               power trace), an empty tool, and simple-kernel-timer when it was built.
 //   Paced/...                   the same with ~1 us of work between begin and end (a rate real programs reach).
+//   Label/compare/{old,bytes,new}/n  the label memo's text comparison (old: word-wise past the NUL, under
+//                               no_sanitize_address; bytes: a byte loop; new: strcmp, what the memo uses)
+//   Label/find/n                LabelCache::find on a hit
 // bench/run_hook_bench.sh prints the ratios (dooly / simple-kernel-timer, each minus the empty tool).
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -21,7 +25,7 @@
 #include "dooly/common/clock.hpp"
 #include "dooly/energy/attributor.hpp"
 #include "dooly/energy/profiler.hpp"
-#include "dooly/energy/recording.hpp"
+#include "dooly/power/replay/recording.hpp"
 #include "fake_power.hpp"
 
 namespace {
@@ -93,6 +97,12 @@ bool load(const std::string& name, const std::string& path) {
     return false;
   }
   t.init(0, 20211015, 0, nullptr);
+  // Then the arguments, as Kokkos passes them after init (dooly starts measuring there).
+  if (auto parse_args = reinterpret_cast<void (*)(int, char**)>(dlsym(t.handle, "kokkosp_parse_args"))) {
+    char program[] = "hook_bench";
+    char* argv[] = {program, nullptr};
+    parse_args(1, argv);
+  }
   tools().push_back(t);
   return true;
 }
@@ -222,6 +232,81 @@ void attributor_stream(benchmark::State& state) {
                                                        benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// The label memo's text comparison, old and new side by side (state.range(0) = label length): the old one read
+// 8 bytes at a time past a shorter label's NUL (within its page) under no_sanitize_address; the new one reads
+// the label only up to its first difference or NUL. A hit compares every byte, the case timed here; labels
+// are copied into a buffer as the hooks get them (a heap string), the cached text is zero padded.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+[[gnu::noinline, gnu::cold]] bool old_same_label_bytes(const char* s, const char* text, size_t n) noexcept {
+  for (size_t k = 0; k < n; ++k)
+    if (s[k] != text[k]) return false;
+  return true;
+}
+[[gnu::no_sanitize_address]] inline bool old_same_label(const char* s, const char* text, size_t n) noexcept {
+  const size_t whole = n & ~size_t{7};
+  const size_t tail = n & 7;
+  if ((reinterpret_cast<uintptr_t>(s) & 4095u) + whole + (tail ? 8 : 0) > 4096u) [[unlikely]]
+    return old_same_label_bytes(s, text, n);
+  uint64_t diff = 0;
+  for (size_t i = 0; i < whole; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, s + i, 8);
+    std::memcpy(&b, text + i, 8);
+    diff |= a ^ b;
+    asm("" : "+r"(diff));
+  }
+  if (tail) {
+    uint64_t a, b;
+    std::memcpy(&a, s + whole, 8);
+    std::memcpy(&b, text + whole, 8);
+    const uint64_t keep = (uint64_t{1} << (8 * tail)) - 1;
+    diff |= (a ^ b) & keep;
+  }
+  return diff == 0;
+}
+#pragma GCC diagnostic pop
+
+// The first defined candidate, a byte loop (rejected: slower on a hit).
+inline bool bytes_same_label(const char* s, const char* text, size_t n) noexcept {
+  for (size_t k = 0; k < n; ++k)
+    if (s[k] != text[k]) return false;
+  return true;
+}
+
+enum class Compare { old, bytes, now };
+template <Compare Which>
+void label_compare(benchmark::State& state) {
+  const size_t len = static_cast<size_t>(state.range(0));
+  std::string label;
+  for (size_t i = 0; i < len; ++i) label.push_back(static_cast<char>('a' + i % 26));
+  std::vector<char> text((len + 1 + 7) / 8 * 8, '\0');
+  std::memcpy(text.data(), label.data(), len);
+  const char* s = label.c_str();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(s);
+    const bool same = Which == Compare::old     ? old_same_label(s, text.data(), len + 1)
+                      : Which == Compare::bytes ? bytes_same_label(s, text.data(), len + 1)
+                                                : dooly::energy::detail::same_label(s, text.data(), len + 1);
+    benchmark::DoNotOptimize(same);
+  }
+}
+
+// LabelCache::find on a hit (the kernel hook's path): the memo's slot, its pointer check and the comparison.
+void label_cache_find(benchmark::State& state) {
+  const size_t len = static_cast<size_t>(state.range(0));
+  std::string label;
+  for (size_t i = 0; i < len; ++i) label.push_back(static_cast<char>('a' + i % 26));
+  dooly::energy::LabelCache cache;
+  cache.store(label.c_str(), dooly::energy::Kind::kernel_for, 7);
+  const char* s = label.c_str();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(cache.find(s, dooly::energy::Kind::kernel_for));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -234,7 +319,7 @@ int main(int argc, char** argv) {
   setenv("DOOLY_POWER_SOURCE", "replay", 1);
   // A constant 200 W trace long enough for any benchmark run (the checked-in test trace lasts 30 s).
   {
-    dooly::energy::RecordingWriter w(std::string(dir) + "/bench.recording");
+    dooly::power::RecordingWriter w(std::string(dir) + "/bench.recording");
     dooly::power::Channel ch;
     ch.name = "gpu0";
     ch.domain = dooly::power::Domain::gpu;
@@ -250,6 +335,12 @@ int main(int argc, char** argv) {
   setenv("DOOLY_TABLE", "0", 1);
 
   benchmark::RegisterBenchmark("Profiler/begin_end", profiler_begin_end);
+  for (const int len : {4, 12, 31, 47, 90}) {
+    benchmark::RegisterBenchmark("Label/compare/old", label_compare<Compare::old>)->Arg(len);
+    benchmark::RegisterBenchmark("Label/compare/bytes", label_compare<Compare::bytes>)->Arg(len);
+    benchmark::RegisterBenchmark("Label/compare/new", label_compare<Compare::now>)->Arg(len);
+    benchmark::RegisterBenchmark("Label/find", label_cache_find)->Arg(len);
+  }
   load("empty", KP_EMPTY_TOOL);
   load("dooly", KP_GPU_ENERGY);
   load("simple-kernel-timer", KP_KERNEL_TIMER);

@@ -1,10 +1,11 @@
-// The per-thread label memo: hits only for the same pointer, kind and text; never reads past a page that ends
-// right after a label (the 8-byte compare's one hazard); labels of any length.
+// The per-thread label memo: hits only for the same pointer, kind and text; never reads past a label's NUL
+// (nor so past a page that ends right after it); labels of any length; its reads are AddressSanitizer's to check.
 #include "dooly/energy/label_cache.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -90,6 +91,26 @@ TEST(LabelCache, ALabelEndingAtTheEndOfAPageIsReadNoFurther) {
   }
   munmap(mem, 2 * page);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+TEST(LabelCacheDeathTest, ItsReadsOfTheCallersLabelAreCheckedByAddressSanitizer) {
+  // The comparison once read 8 bytes at a time past a label's NUL under no_sanitize_address: undefined
+  // behaviour, and ASan blind exactly where a host program's pointers come in. Now its reads are checked like
+  // any other: a "label" of 4 bytes without its NUL, compared with a longer text, is a heap overflow ASan
+  // reports (the old comparison read on silently).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const char text[16] = "abcdefgh";
+  EXPECT_DEATH(
+      {
+        char* s = new char[4];
+        std::memcpy(s, "abcd", 4);
+        const bool same = detail::same_label(s, text, 9);
+        delete[] s;
+        std::printf("%d\n", same);
+      },
+      "heap-buffer-overflow");
+}
+#endif
 
 }  // namespace
 }  // namespace dooly::energy

@@ -1,11 +1,10 @@
 #pragma once
 // A thread's memo of the labels its hooks were called with: (pointer, kind) -> key. Kernel labels arrive on
 // every launch, usually from the same few strings, so a hit spares the key table's lock and hash. The text is
-// compared too (a label's storage is often a stack buffer reused for the next label), 8 bytes at a time
-// against a copy held in the entry itself: a hit reads one cache line of the memo and the label, nothing else.
+// compared too (a label's storage is often a stack buffer reused for the next label), against a copy held in
+// the entry itself: a hit reads one cache line of the memo and the label, nothing else.
 // Single-threaded: each thread has its own (EventBuffers::Thread::labels).
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -17,47 +16,17 @@ namespace dooly::energy {
 inline constexpr KeyId kNoKey = UINT32_MAX;
 
 namespace detail {
-// The same comparison byte by byte, never reading past the first difference or NUL (for labels near the end of
-// a page).
-[[gnu::noinline, gnu::cold]] inline bool same_label_bytes(const char* s, const char* text, size_t n) noexcept {
-  for (size_t k = 0; k < n; ++k)
-    if (s[k] != text[k]) return false;  // s ends at its NUL: a shorter s differs there, reads stop
-  return true;
+// Whether the NUL-terminated string `s` equals `text`, whose first n bytes are the label and its NUL (so
+// text[n - 1] is its only NUL). The C library's strcmp: it stops at the first difference or NUL, so the
+// comparison is defined for any string and AddressSanitizer checks its reads (it intercepts strcmp). It replaced
+// a comparison of 8 bytes at a time that read a shorter `s` past its NUL (within its page) under
+// no_sanitize_address: undefined behaviour, and ASan blind where a host program's pointers come in. On a hit a
+// byte loop cost 2-13x the old comparison; strcmp costs ~1.5-2 ns more up to ~31 characters and the same beyond
+// (side by side in bench/hook_bench: docs/results/2026-12-01-label-compare.md).
+inline bool same_label(const char* s, const char* text, size_t n) noexcept {
+  (void)n;
+  return std::strcmp(s, text) == 0;
 }
-
-// Whether the NUL-terminated string `s` equals `text`, whose first n bytes are the label and its NUL and which is
-// readable (zero padded) up to n rounded up to 8. Compares 8 bytes at a time, all of them (no early exit: a
-// hit, the usual case, compares everything anyway), when those words of `s` lie in one page; else byte by
-// byte. A shorter `s` is read past its NUL, but only within its page, so every read lands in memory that is
-// mapped, and it differs from `text` at its NUL; bytes past n are masked out. Hence the sanitizer exemption:
-// AddressSanitizer would call those bytes out of bounds (and so would GCC's bounds warnings where the label is
-// a literal of known size).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Warray-bounds"
-#pragma GCC diagnostic ignored "-Wstringop-overread"
-[[gnu::no_sanitize_address]] inline bool same_label(const char* s, const char* text, size_t n) noexcept {
-  const size_t whole = n & ~size_t{7};
-  const size_t tail = n & 7;
-  if ((reinterpret_cast<uintptr_t>(s) & 4095u) + whole + (tail ? 8 : 0) > 4096u) [[unlikely]]
-    return same_label_bytes(s, text, n);
-  uint64_t diff = 0;
-  for (size_t i = 0; i < whole; i += 8) {
-    uint64_t a, b;
-    std::memcpy(&a, s + i, 8);
-    std::memcpy(&b, text + i, 8);
-    diff |= a ^ b;
-    asm("" : "+r"(diff));  // a few words at most: keep the loop scalar (vectorised, it is twice the code)
-  }
-  if (tail) {
-    uint64_t a, b;
-    std::memcpy(&a, s + whole, 8);
-    std::memcpy(&b, text + whole, 8);
-    const uint64_t keep = (uint64_t{1} << (8 * tail)) - 1;  // the word's first `tail` bytes
-    diff |= (a ^ b) & (std::endian::native == std::endian::little ? keep : ~(~uint64_t{0} >> (8 * tail)));
-  }
-  return diff == 0;
-}
-#pragma GCC diagnostic pop
 }  // namespace detail
 
 class LabelCache {
