@@ -1,5 +1,6 @@
-"""`dooly trace` (the C++ CLI execs `python -m dooly.cli_trace ...`): traces one model under one attention
-backend and writes traces/<model>__<attention>.json (format version 2, docs/dooly-tracing.md)."""
+"""`dooly trace` (the C++ CLI execs `python -m dooly.cli_trace ...` with its arguments untouched): traces one model
+under one attention backend and writes traces/<model>__<attention>.json (format version 2, docs/dooly-tracing.md).
+The flags are declared here and nowhere else: `dooly trace --help` prints this parser's help."""
 
 from __future__ import annotations
 
@@ -9,8 +10,29 @@ import sys
 from pathlib import Path
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags get one line naming the problem and where the flags are listed (argparse's default prints the
+    usage block first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (the flags: `{self.prog} --help`)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of KV-cache blocks")
+    return value
+
+
 def _parser():
-    p = argparse.ArgumentParser(prog="dooly trace", description=__doc__)
+    p = _Parser(prog="dooly trace",
+                description="Trace one model's engine steps under one attention backend, every tensor dimension "
+                            "labelled by origin; writes OUT/<model>__<backend>.json (trace format 2, "
+                            "docs/dooly-tracing.md). Then: dooly signatures OUT/*.json --db dooly.sqlite")
     p.add_argument("--engine", default="hf", choices=["hf"], help="serving engine to trace (hf: transformers CB)")
     p.add_argument("--model", required=True, help="a config file (data/models/<name>.json) or a shipped name")
     p.add_argument("--attention", default="paged|sdpa", help="attention implementation, e.g. 'paged|sdpa'")
@@ -22,7 +44,7 @@ def _parser():
     p.add_argument("--strict", action="store_true", help="exit 4 when verification finds disagreements")
     p.add_argument("--sdpa-kernel", default=None, choices=["flash", "efficient", "cudnn", "math"],
                    help="force one PyTorch SDPA kernel (torch.nn.attention.sdpa_kernel) for paged|sdpa")
-    p.add_argument("--num-blocks", type=int, default=None,
+    p.add_argument("--num-blocks", type=_positive_int, default=None,
                    help="KV-cache blocks (default: the engine sizes the cache from free GPU memory; 331 on cpu). "
                         "Bound it when several traces share a GPU; the cache's size is not part of any signature")
     return p
@@ -45,7 +67,10 @@ def _config_path(model: str, tiny: bool) -> Path:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # --help (0) or a bad flag (2, one line already printed): a status, as below
+        return e.code if isinstance(e.code, int) else 2
     from .tracer.failure import failure_line, out_dir_problem
     problem = out_dir_problem(args.out)
     if problem:
@@ -67,9 +92,6 @@ def main(argv=None) -> int:
         backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
                    "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[args.sdpa_kernel]
         ctx = sdpa_kernel(backend)
-    if args.num_blocks is not None and args.num_blocks < 1:
-        print(f"dooly trace: --num-blocks {args.num_blocks}: give a positive number of KV-cache blocks", file=sys.stderr)
-        return 2
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     engine_kwargs = {} if args.num_blocks is None else {"num_blocks": args.num_blocks}
     try:

@@ -1,6 +1,7 @@
 // The `dooly` executable: a thin shell over the libraries; each subcommand lives in its own file.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -8,18 +9,43 @@
 #include "dooly/cli/command_registry.hpp"
 #include "dooly/common/error.hpp"
 
+namespace {
+
+// A usage error is one line: what is wrong and where the flags are listed (CLI11's default adds a second line).
+std::string one_line(const CLI::App* app, const CLI::Error& e) {
+  std::string where = "dooly";
+  for (const CLI::App* sub : app->get_subcommands()) where += " " + sub->get_name();
+  std::string what = e.what();
+  std::replace(what.begin(), what.end(), '\n', ' ');
+  // `dooly bogus`: CLI11 reports the missing subcommand; name the word it did not know instead.
+  if (app->get_subcommands().empty() && !app->remaining().empty()) {
+    std::string names;
+    for (const auto& c : dooly::cli::commands()) names += (names.empty() ? "" : ", ") + c.name;
+    what = fmt::format("unknown subcommand '{}' (the subcommands: {})", app->remaining().front(), names);
+  }
+  return fmt::format("{}: {} (the flags: `{} --help`)\n", where, what, where);
+}
+
+}  // namespace
+
+// Exit status: 0 done, 2 bad input (a flag, a file, a store: one line on stderr), 3 a dooly bug; `dooly trace`
+// returns the tracer's own (4: --strict found disagreements).
 int main(int argc, char** argv) {
   CLI::App app{"dooly: what each piece of GPU work costs, in seconds and joules"};
   app.require_subcommand(1);
+  app.failure_message(one_line);
   std::vector<dooly::cli::Command> cmds = dooly::cli::commands();
   std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& c : cmds) c.setup(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints the help (code 0) or the one-line error
+    return code == 0 ? 0 : 2;
   } catch (const dooly::Error& e) {
-    fmt::print(stderr, "dooly: {}\n", e.what());
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    fmt::print(stderr, "dooly: {}\n", what);
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "dooly: unexpected error: {}\n", e.what());

@@ -1,12 +1,13 @@
 // dooly trace --engine hf --model data/models/llama-3.1-8b.json --attention 'paged|sdpa' --out traces/
-// The tracer is Python (it drives PyTorch); this subcommand finds the project's venv and the built binding
-// and execs `python -m dooly.cli_trace` with the same arguments.
+// The tracer is Python (it drives PyTorch), and so are its flags: python/dooly/cli_trace.py declares them once.
+// This subcommand declares none. It finds the project's venv and the built binding and execs
+// `python -m dooly.cli_trace` with every argument after `trace` as given, `--help` included, so
+// `dooly trace --help` is Python's help and a flag added there needs no change here.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TraceArgs {
-  std::string engine = "hf", model, attention = "paged|sdpa", out = "traces", device = "cpu", dtype, sdpa_kernel;
-  int num_blocks = 0;  // 0: the engine sizes the KV cache
-  bool tiny = false, no_verify = false, strict = false;
-};
-
 // The repository root holds python/dooly/cli_trace.py; the build folder holds CMakeCache.txt. Both are found
 // by walking up from the executable.
 fs::path find_up(fs::path from, const fs::path& marker) {
@@ -34,7 +29,7 @@ fs::path find_up(fs::path from, const fs::path& marker) {
   return {};
 }
 
-[[noreturn]] void run_trace(const TraceArgs& a) {
+[[noreturn]] void run_trace(const std::vector<std::string>& args) {
   using namespace dooly;
   const fs::path exe = fs::canonical("/proc/self/exe");
   fs::path root = env::get("DOOLY_SOURCE_DIR").value_or("");
@@ -52,14 +47,8 @@ fs::path find_up(fs::path from, const fs::path& marker) {
   if (auto old = env::get("PYTHONPATH")) pythonpath += ":" + *old;
   setenv("PYTHONPATH", pythonpath.c_str(), 1);
 
-  std::vector<std::string> argv = {python, "-m", "dooly.cli_trace", "--engine", a.engine, "--model", a.model,
-                                   "--attention", a.attention, "--out", a.out, "--device", a.device};
-  if (!a.dtype.empty()) argv.insert(argv.end(), {"--dtype", a.dtype});
-  if (!a.sdpa_kernel.empty()) argv.insert(argv.end(), {"--sdpa-kernel", a.sdpa_kernel});
-  if (a.num_blocks > 0) argv.insert(argv.end(), {"--num-blocks", std::to_string(a.num_blocks)});
-  if (a.tiny) argv.push_back("--tiny");
-  if (a.no_verify) argv.push_back("--no-verify");
-  if (a.strict) argv.push_back("--strict");
+  std::vector<std::string> argv = {python, "-m", "dooly.cli_trace"};
+  argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(s.data());
   cargv.push_back(nullptr);
@@ -68,23 +57,11 @@ fs::path find_up(fs::path from, const fs::path& marker) {
 }
 
 void setup_trace(CLI::App& app) {
-  auto a = std::make_shared<TraceArgs>();
-  CLI::App* cmd = app.add_subcommand("trace", "Trace a serving engine's forward passes with taint-labelled dimensions");
-  cmd->add_option("--engine", a->engine, "engine to trace")->check(CLI::IsMember({"hf"}));
-  cmd->add_option("--model", a->model, "model config (data/models/<name>.json) or a shipped model name")->required();
-  cmd->add_option("--attention", a->attention, "attention implementation, e.g. 'paged|sdpa'");
-  cmd->add_option("--out", a->out, "output folder for <model>__<backend>.json");
-  cmd->add_option("--device", a->device, "cpu or cuda");
-  cmd->add_option("--dtype", a->dtype, "torch dtype (default float32 on cpu, bfloat16 on cuda)");
-  cmd->add_option("--sdpa-kernel", a->sdpa_kernel, "force one SDPA kernel")
-      ->check(CLI::IsMember({"flash", "efficient", "cudnn", "math"}));
-  cmd->add_option("--num-blocks", a->num_blocks, "KV-cache blocks (default: sized by the engine; bound it when "
-                                               "several traces share a GPU)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_flag("--tiny", a->tiny, "use the tiny variant of the model (data/models/tiny/)");
-  cmd->add_flag("--no-verify", a->no_verify, "skip the verification run at other request sizes");
-  cmd->add_flag("--strict", a->strict, "fail (exit 4) when verification finds disagreements");
-  cmd->callback([a] { run_trace(*a); });
+  CLI::App* cmd = app.add_subcommand(
+      "trace", "Trace a serving engine's forward passes with taint-labelled dimensions (flags: dooly trace --help)");
+  cmd->set_help_flag();     // --help too is the tracer's: python -m dooly.cli_trace --help
+  cmd->prefix_command();    // everything after `trace` is forwarded untouched, in order
+  cmd->callback([cmd] { run_trace(cmd->remaining()); });
 }
 
 const bool registered = dooly::cli::add_command("trace", &setup_trace);

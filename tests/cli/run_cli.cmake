@@ -1,0 +1,57 @@
+# cmake -DCOMMAND=prog [-DARGS=a@@b] [-DENV=K=V@@K=V] [-DEXIT=n] [-DOUT=re1@@re2] [-DERR=re] [-DFILES=p1@@p2]
+#       [-DCLEAN=path] [-DCOPY=from@@to] -P run_cli.cmake
+# Runs one `dooly` command line and checks what a user sees:
+#   EXIT   the exit status (default 0);
+#   OUT    regexes that must all match stdout;
+#   ERR    set: stderr is exactly one line and matches it (bad input gets one line); unset: stderr must be empty
+#          unless EXIT is 0 and ALLOW_STDERR is set (logs of a good run);
+#   FILES  paths that must exist afterwards (CLEAN: a folder emptied first; COPY copies a fixture into place).
+# Lists use "@@" so they survive add_test.
+string(REPLACE "@@" ";" _args "${ARGS}")
+string(REPLACE "@@" ";" _env "${ENV}")
+string(REPLACE "@@" ";" _out "${OUT}")
+string(REPLACE "@@" ";" _files "${FILES}")
+if(NOT DEFINED EXIT)
+  set(EXIT 0)
+endif()
+if(CLEAN)
+  file(REMOVE_RECURSE "${CLEAN}")
+  file(MAKE_DIRECTORY "${CLEAN}")
+endif()
+if(COPY)
+  string(REPLACE "@@" ";" _copy "${COPY}")
+  list(GET _copy 0 _from)
+  list(GET _copy 1 _to)
+  get_filename_component(_dir "${_to}" DIRECTORY)
+  file(MAKE_DIRECTORY "${_dir}")
+  file(COPY_FILE "${_from}" "${_to}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env ${_env} ${COMMAND} ${_args}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("--- stdout\n${out}--- stderr\n${err}--- exit ${rc}")
+if(NOT rc STREQUAL "${EXIT}")
+  message(FATAL_ERROR "run_cli: expected exit status ${EXIT}, got ${rc}")
+endif()
+foreach(re IN LISTS _out)
+  if(NOT out MATCHES "${re}")
+    message(FATAL_ERROR "run_cli: expected stdout matching '${re}'")
+  endif()
+endforeach()
+if(DEFINED ERR)
+  string(REGEX MATCHALL "\n" _newlines "${err}")
+  list(LENGTH _newlines _lines)
+  if(NOT _lines EQUAL 1 OR NOT err MATCHES "\n$")
+    message(FATAL_ERROR "run_cli: expected exactly one line on stderr, got ${_lines}")
+  endif()
+  if(NOT err MATCHES "${ERR}")
+    message(FATAL_ERROR "run_cli: expected stderr matching '${ERR}'")
+  endif()
+elseif(NOT err STREQUAL "" AND NOT ALLOW_STDERR)
+  message(FATAL_ERROR "run_cli: expected nothing on stderr")
+endif()
+foreach(f IN LISTS _files)
+  if(NOT EXISTS "${f}")
+    message(FATAL_ERROR "run_cli: expected the file ${f}")
+  endif()
+endforeach()
+message("run_cli: ok")
