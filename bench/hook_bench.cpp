@@ -25,7 +25,7 @@
 #include "dooly/common/clock.hpp"
 #include "dooly/energy/attributor.hpp"
 #include "dooly/energy/profiler.hpp"
-#include "dooly/power/replay/recording.hpp"
+#include "dooly/energy/recording.hpp"
 #include "fake_power.hpp"
 
 namespace {
@@ -319,7 +319,7 @@ int main(int argc, char** argv) {
   setenv("DOOLY_POWER_SOURCE", "replay", 1);
   // A constant 200 W trace long enough for any benchmark run (the checked-in test trace lasts 30 s).
   {
-    dooly::power::RecordingWriter w(std::string(dir) + "/bench.recording");
+    dooly::energy::RecordingWriter w(std::string(dir) + "/bench.recording");
     dooly::power::Channel ch;
     ch.name = "gpu0";
     ch.domain = dooly::power::Domain::gpu;
