@@ -346,5 +346,42 @@ TEST(Schema, DamagedPageIsReportedAsCorrupt) {
   EXPECT_NE(e.fix().find(".recover"), std::string::npos);
 }
 
+// A store cut short (a copy that stopped, a full disk): every reader fails with one StoreError line naming the file
+// and a fix, never a crash or a silent short answer.
+TEST(Schema, TruncatedFileIsReportedInOneLine) {
+  TempDir dir;
+  const std::string whole = dir.file("whole.sqlite");
+  {
+    Store store = Store::open(whole);
+    auto tx = store.transaction();
+    for (int i = 0; i < 400; ++i)
+      store.upsert_signature(fmt::format("{:064x}", i), "aten::mm", SignatureKind::op,
+                             fmt::format(R"({{"i":{},"pad":"{}"}})", i, std::string(200, 'x')));
+    tx.commit();
+    store.database().execute("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE");
+  }
+  const auto size = std::filesystem::file_size(whole);
+  ASSERT_GT(size, 4096u * 16);
+  // Half the pages, half a page more, and less than the 100-byte header.
+  for (const std::uintmax_t keep : {size / 2 / 4096 * 4096, size / 2 / 4096 * 4096 + 2048, std::uintmax_t{50}}) {
+    const std::string path = dir.file(fmt::format("cut-{}.sqlite", keep));
+    std::filesystem::copy_file(whole, path);
+    std::filesystem::resize_file(path, keep);
+    for (Store::Mode mode : {Store::Mode::read_write, Store::Mode::read_only}) {
+      const StoreError e = expect_store_error([&] {
+        Store store = Store::open(path, mode);
+        store.summary();
+        for (int i = 0; i < 400; ++i) store.find_signature(fmt::format("{:064x}", i));
+      });
+      const std::string what = e.what();
+      EXPECT_TRUE((e.sqlite_code() & 0xff) == SQLITE_CORRUPT || (e.sqlite_code() & 0xff) == SQLITE_NOTADB)
+          << keep << " bytes: " << what;
+      EXPECT_EQ(what.rfind("store " + path + ": ", 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_FALSE(e.fix().empty());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dooly::store
