@@ -482,6 +482,19 @@ TEST_F(ConnectorTest, KokkosToolsArgsWordsWithoutAProgramNameTakeEffect) {
   c.finalize();
 }
 
+TEST_F(ConnectorTest, KokkosPlaceholderForNoArgumentsStartsWithTheEnvironment) {
+  // Kokkos 4.6 initialised without argv skips the first parse_args (no words) and passes its placeholder for an
+  // unset option to the second: one word, no '='. The environment's settings apply, with no error line.
+  Connector c(factory());
+  ::testing::internal::CaptureStderr();
+  c.init(0, 20211015);
+  call_parse_args(c, {"kokkos_tools_impl_unset_option"});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_TRUE(c.active());
+  EXPECT_EQ(last_options_->period_ns, 2'000'000);  // the fixture's DOOLY_PERIOD_MS
+  c.finalize();
+}
+
 TEST_F(ConnectorTest, ArgumentsBeforeInitTakeEffectToo) {
   Connector c(factory());
   call_parse_args(c, {"libkp_gpu_energy.so", "period_ms=4"});
