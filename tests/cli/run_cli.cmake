@@ -1,16 +1,18 @@
-# cmake -DCOMMAND=prog [-DARGS=a@@b] [-DENV=K=V@@K=V] [-DEXIT=n] [-DOUT=re1@@re2] [-DERR=re] [-DFILES=p1@@p2]
+# cmake -DCOMMAND=prog [-DARGS=a@@b] [-DENV=K=V@@K=V] [-DEXIT=n] [-DOUT=re1@@re2] [-DERR=re] [-DFILES=p1@@p2] [-DABSENT=p]
 #       [-DCLEAN=path] [-DCOPY=from@@to] -P run_cli.cmake
 # Runs one `dooly` command line and checks what a user sees:
 #   EXIT   the exit status (default 0);
 #   OUT    regexes that must all match stdout;
 #   ERR    set: stderr is exactly one line and matches it (bad input gets one line); unset: stderr must be empty
 #          unless EXIT is 0 and ALLOW_STDERR is set (logs of a good run);
-#   FILES  paths that must exist afterwards (CLEAN: a folder emptied first; COPY copies a fixture into place).
+#   FILES  paths that must exist afterwards, ABSENT paths that must not (CLEAN: a folder emptied first; COPY
+#          copies a fixture into place).
 # Lists use "@@" so they survive add_test.
 string(REPLACE "@@" ";" _args "${ARGS}")
 string(REPLACE "@@" ";" _env "${ENV}")
 string(REPLACE "@@" ";" _out "${OUT}")
 string(REPLACE "@@" ";" _files "${FILES}")
+string(REPLACE "@@" ";" _absent "${ABSENT}")
 if(NOT DEFINED EXIT)
   set(EXIT 0)
 endif()
@@ -52,6 +54,11 @@ endif()
 foreach(f IN LISTS _files)
   if(NOT EXISTS "${f}")
     message(FATAL_ERROR "run_cli: expected the file ${f}")
+  endif()
+endforeach()
+foreach(f IN LISTS _absent)
+  if(EXISTS "${f}")
+    message(FATAL_ERROR "run_cli: ${f} should not have been created")
   endif()
 endforeach()
 message("run_cli: ok")

@@ -97,6 +97,13 @@ TEST(Ingest, ChecksEveryTraceBeforeWritingAny) {
   EXPECT_THROW(ingest_traces(db, bad), InputError);
   EXPECT_EQ(db.summary().signatures, 0);
   EXPECT_THROW(ingest_traces(db, std::vector<std::string>{}), InputError);
+
+  // By path: the store is opened only after the traces passed, so a bad one leaves no file behind.
+  const std::string fresh = dir.file("fresh.sqlite");
+  EXPECT_THROW(ingest_traces(fresh, paths), InputError);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  EXPECT_EQ(ingest_traces(fresh, std::vector<std::string>{paths[0]}).traces.at(0).model, "toy-a");
+  EXPECT_EQ(Store::open(fresh, Store::Mode::read_only).summary().models, 1);
 }
 
 // A store written by a build of trace format 1 holds that context's old signatures: format-2 traces of the same

@@ -11,7 +11,6 @@
 
 #include "dooly/cli/command_registry.hpp"
 #include "dooly/store/ingest.hpp"
-#include "dooly/store/store.hpp"
 
 namespace {
 
@@ -22,8 +21,7 @@ struct SignaturesArgs {
 
 void run_signatures(const SignaturesArgs& a) {
   using namespace dooly;
-  store::Store db = store::Store::open(a.db);
-  const store::IngestSummary s = store::ingest_traces(db, a.traces);
+  const store::IngestSummary s = store::ingest_traces(a.db, a.traces);
   const auto line = [](const auto& model, const auto& backend, const auto& ops, const auto& unique, const auto& fresh,
                        const auto& shared) {
     std::fputs(fmt::format("{:<24} {:<21} {:>7} {:>7} {:>5} {:>20}\n", model, backend, ops, unique, fresh, shared).c_str(),

@@ -91,12 +91,17 @@ Provenance provenance_of(const trace::Trace& t) {
   return p;
 }
 
-IngestSummary ingest_traces(Store& store, std::span<const std::string> trace_paths) {
+namespace {
+
+std::vector<Prepared> prepare_all(std::span<const std::string> trace_paths) {
   if (trace_paths.empty()) DOOLY_THROW(InputError, "pass the trace files written by `dooly trace`", "no trace files given");
   std::vector<Prepared> prepared;
   prepared.reserve(trace_paths.size());
   for (const std::string& path : trace_paths) prepared.push_back(prepare(path));
+  return prepared;
+}
 
+IngestSummary ingest_prepared(Store& store, const std::vector<Prepared>& prepared) {
   IngestSummary summary;
   std::set<std::string> all_ops, all_modules;
   auto tx = store.transaction();
@@ -134,6 +139,18 @@ IngestSummary ingest_traces(Store& store, std::span<const std::string> trace_pat
   summary.unique_ops = static_cast<int64_t>(all_ops.size());
   summary.unique_modules = static_cast<int64_t>(all_modules.size());
   return summary;
+}
+
+}  // namespace
+
+IngestSummary ingest_traces(Store& store, std::span<const std::string> trace_paths) {
+  return ingest_prepared(store, prepare_all(trace_paths));
+}
+
+IngestSummary ingest_traces(const std::string& db_path, std::span<const std::string> trace_paths) {
+  const std::vector<Prepared> prepared = prepare_all(trace_paths);
+  Store store = Store::open(db_path);
+  return ingest_prepared(store, prepared);
 }
 
 }  // namespace dooly::store

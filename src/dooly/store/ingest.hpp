@@ -47,5 +47,8 @@ Provenance provenance_of(const trace::Trace& trace);
 // store already holds traces of another trace format for: their signatures hash differently and would be
 // profiled twice.
 IngestSummary ingest_traces(Store& store, std::span<const std::string> trace_paths);
+// The same into the store at `db_path`, which is opened (created if missing) only once every trace has been read
+// and checked: a bad trace leaves no new file behind.
+IngestSummary ingest_traces(const std::string& db_path, std::span<const std::string> trace_paths);
 
 }  // namespace dooly::store
