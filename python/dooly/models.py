@@ -66,6 +66,9 @@ def load_config(path: str | os.PathLike):
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the model config ({e.strerror}). Pass the path of an existing "
                           f"config.json, e.g. one from data/models/.") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}). A config.json is UTF-8 JSON; re-save the "
+                          f"file as UTF-8.") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

@@ -197,3 +197,10 @@ def test_check_sizes_returns_the_checked_values():
     c = check_sizes(tiny_path("qwen3-30b-a3b").read_text(), "qwen3")
     assert (c["hidden_size"], c["head_dim"], c["num_key_value_heads"], c["intermediate_size"]) == (64, 16, 2, 176)
     assert check_sizes(tiny_path("gemma-2-9b-it").read_text(), "g")["sliding_window"] == 32
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    p = tmp_path / "bin.json"
+    p.write_bytes(b'{"model_type": "ll\xc3\x28ma"}')
+    with pytest.raises(ConfigError, match=r"bin\.json: not UTF-8 text \(byte 18\)"):
+        load_config(p)

@@ -117,6 +117,12 @@ TEST(ModelConfig, NotAConfigAtAll) {
   j["model_type"] = 7;
   EXPECT_EQ(error_of(j).rfind("cfg.json: model_type: missing or not a non-empty string", 0), 0u);
   EXPECT_EQ(error_of(std::string(100000, '[') + std::string(100000, ']')).rfind("cfg.json: JSON nested deeper than 64", 0), 0u);
+  EXPECT_EQ(error_of(std::string("{\"model_type\": \"llama\", \"hidden_size\": 13e1072}")).rfind("cfg.json: not JSON (", 0), 0u);
+  // Bytes that are not UTF-8 are not echoed: the message stays printable ASCII (the binding makes a str of it).
+  const std::string bad = error_of(std::string("{\"model_type\": \"ll\xc3\x28ma\"}"));
+  EXPECT_EQ(bad.rfind("cfg.json: not JSON", 0), 0u) << bad;
+  const std::string problem = bad.substr(0, bad.find(" — "));
+  for (char c : problem) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << bad;
 }
 
 TEST(ModelConfig, TextConfigOfAWrapper) {

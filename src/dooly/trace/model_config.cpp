@@ -11,6 +11,17 @@ using nlohmann::json;
 
 constexpr int kMaxDepth = 64;
 
+// The parser's message quotes the bytes it last read, which may be any bytes of the file: keep the message
+// printable ASCII so that it is one readable line (and valid UTF-8 for the Python binding).
+std::string printable(std::string_view text, size_t max_chars) {
+  std::string out;
+  for (char ch : text.substr(0, max_chars)) {
+    const auto c = static_cast<unsigned char>(ch);
+    out += (c >= 0x20 && c < 0x7f) ? ch : '?';
+  }
+  return out;
+}
+
 struct Checker {
   const json& obj;         // the object the sizes are read from (the config or its text_config)
   const std::string& source;
@@ -56,8 +67,10 @@ ModelConfigCheck check_model_config(std::string_view json_text, const std::strin
     doc = json::parse(json_text.begin(), json_text.end(), depth_guard);
   } catch (const json::parse_error& e) {
     DOOLY_THROW(InputError, "fix the file so that it is one JSON object (a Hugging Face config.json)",
-                "{}: not JSON (byte {}: {})", source, e.byte,
-                std::string(e.what()).substr(0, 160));
+                "{}: not JSON (byte {}: {})", source, e.byte, printable(e.what(), 160));
+  } catch (const json::exception& e) {  // out_of_range: a number beyond double (1e999)
+    DOOLY_THROW(InputError, "write sizes as plain integers (a Hugging Face config.json)", "{}: not JSON ({})",
+                source, printable(e.what(), 160));
   }
   if (too_deep)
     DOOLY_THROW(InputError, "a config.json is a flat object with a few nested parameter objects",
