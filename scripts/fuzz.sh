@@ -5,7 +5,8 @@
 # build/fuzz/artifacts/<target>/. Exits non-zero on any finding, naming the input to copy into
 # tests/fuzz/crashes/<target>/ (fuzz_replay_test replays those in every build once the bug is fixed).
 #
-#   scripts/fuzz.sh [seconds-per-target] [target...]     FUZZ_JOBS=n runs n targets at once (default 2)
+#   scripts/fuzz.sh [seconds-per-target] [target...]     FUZZ_JOBS=n runs n targets at once (default 2);
+#                                                        FUZZ_NO_BUILD=1 skips the build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,8 +17,10 @@ targets=("$@")
 jobs=${FUZZ_JOBS:-2}
 case "$seconds" in '' | *[!0-9]*) echo "fuzz.sh: seconds-per-target must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
-if [ ! -f build/fuzz/build.ninja ]; then cmake --preset fuzz >/dev/null; fi
-cmake --build build/fuzz -j "$(nproc 2>/dev/null || echo 2)" --target dooly_fuzzers
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then  # FUZZ_NO_BUILD=1: run the executables already in build/fuzz
+  if [ ! -f build/fuzz/build.ninja ]; then cmake --preset fuzz >/dev/null; fi
+  cmake --build build/fuzz -j "$(nproc 2>/dev/null || echo 2)" --target dooly_fuzzers
+fi
 
 run_one() {
   local t=$1 bin=build/fuzz/tests/fuzz/fuzz_$1
