@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "dooly/cli/command_registry.hpp"
 #include "dooly/common/error.hpp"
@@ -19,9 +21,11 @@ std::string one_line(const CLI::App* app, const CLI::Error& e) {
   std::replace(what.begin(), what.end(), '\n', ' ');
   // `dooly bogus`: CLI11 reports the missing subcommand; name the word it did not know instead.
   if (app->get_subcommands().empty() && !app->remaining().empty()) {
-    std::string names;
-    for (const auto& c : dooly::cli::commands()) names += (names.empty() ? "" : ", ") + c.name;
-    what = fmt::format("unknown subcommand '{}' (the subcommands: {})", app->remaining().front(), names);
+    std::vector<std::string> names;
+    for (const auto& c : dooly::cli::commands()) names.push_back(c.name);
+    std::sort(names.begin(), names.end());  // registration order is the link order
+    what = fmt::format("unknown subcommand '{}' (the subcommands: {})", app->remaining().front(),
+                       fmt::join(names, ", "));
   }
   return fmt::format("{}: {} (the flags: `{} --help`)\n", where, what, where);
 }
