@@ -16,9 +16,10 @@ namespace {
 using nlohmann::json;
 
 json tiny_llama() {
-  return {{"model_type", "llama"},       {"hidden_size", 64},         {"vocab_size", 512},
-          {"num_hidden_layers", 3},      {"num_attention_heads", 4},  {"num_key_value_heads", 2},
-          {"intermediate_size", 176},    {"max_position_embeddings", 4096}};
+  return {{"model_type", "llama"},    {"hidden_size", 64},
+          {"vocab_size", 512},        {"num_hidden_layers", 3},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+          {"intermediate_size", 176}, {"max_position_embeddings", 4096}};
 }
 
 // The message of the InputError check_model_config throws for j ("" when it throws none).
@@ -65,10 +66,12 @@ TEST(ModelConfig, OptionalFieldsDefaultAsTransformersDoes) {
 }
 
 TEST(ModelConfig, MissingSizesAreRefusedNotDefaulted) {
-  for (const char* field : {"hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"}) {
+  for (const char* field :
+       {"hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"}) {
     json j = tiny_llama();
     j.erase(field);
-    EXPECT_EQ(error_of(j).rfind(std::string("cfg.json: ") + field + ": missing", 0), 0u) << field << ": " << error_of(j);
+    EXPECT_EQ(error_of(j).rfind(std::string("cfg.json: ") + field + ": missing", 0), 0u)
+        << field << ": " << error_of(j);
   }
   json moe = tiny_llama();
   moe.erase("intermediate_size");
@@ -116,8 +119,12 @@ TEST(ModelConfig, NotAConfigAtAll) {
   EXPECT_EQ(error_of(j).rfind("cfg.json: model_type: missing", 0), 0u);
   j["model_type"] = 7;
   EXPECT_EQ(error_of(j).rfind("cfg.json: model_type: missing or not a non-empty string", 0), 0u);
-  EXPECT_EQ(error_of(std::string(100000, '[') + std::string(100000, ']')).rfind("cfg.json: JSON nested deeper than 64", 0), 0u);
-  EXPECT_EQ(error_of(std::string("{\"model_type\": \"llama\", \"hidden_size\": 13e1072}")).rfind("cfg.json: not JSON (", 0), 0u);
+  EXPECT_EQ(
+      error_of(std::string(100000, '[') + std::string(100000, ']')).rfind("cfg.json: JSON nested deeper than 64", 0),
+      0u);
+  EXPECT_EQ(
+      error_of(std::string("{\"model_type\": \"llama\", \"hidden_size\": 13e1072}")).rfind("cfg.json: not JSON (", 0),
+      0u);
   // Bytes that are not UTF-8 are not echoed: the message stays printable ASCII (the binding makes a str of it).
   const std::string bad = error_of(std::string("{\"model_type\": \"ll\xc3\x28ma\"}"));
   EXPECT_EQ(bad.rfind("cfg.json: not JSON", 0), 0u) << bad;

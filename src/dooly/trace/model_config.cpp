@@ -23,7 +23,7 @@ std::string printable(std::string_view text, size_t max_chars) {
 }
 
 struct Checker {
-  const json& obj;         // the object the sizes are read from (the config or its text_config)
+  const json& obj;  // the object the sizes are read from (the config or its text_config)
   const std::string& source;
   const std::string& prefix;
 
@@ -36,8 +36,10 @@ struct Checker {
     const auto it = obj.find(field);
     if (it == obj.end() || it->is_null()) {
       if (!required) return std::nullopt;
-      fail(field, "missing", fmt::format("add \"{}\": <the model's value> (e.g. {}); without it transformers would "
-                                         "use its own default and trace another model", field, example));
+      fail(field, "missing",
+           fmt::format("add \"{}\": <the model's value> (e.g. {}); without it transformers would "
+                       "use its own default and trace another model",
+                       field, example));
     }
     if (!it->is_number_integer())
       fail(field, fmt::format("{} is not an integer", it->dump(-1, ' ', true).substr(0, 40)),
@@ -69,8 +71,8 @@ ModelConfigCheck check_model_config(std::string_view json_text, const std::strin
     DOOLY_THROW(InputError, "fix the file so that it is one JSON object (a Hugging Face config.json)",
                 "{}: not JSON (byte {}: {})", source, e.byte, printable(e.what(), 160));
   } catch (const json::exception& e) {  // out_of_range: a number beyond double (1e999)
-    DOOLY_THROW(InputError, "write sizes as plain integers (a Hugging Face config.json)", "{}: not JSON ({})",
-                source, printable(e.what(), 160));
+    DOOLY_THROW(InputError, "write sizes as plain integers (a Hugging Face config.json)", "{}: not JSON ({})", source,
+                printable(e.what(), 160));
   }
   if (too_deep)
     DOOLY_THROW(InputError, "a config.json is a flat object with a few nested parameter objects",

@@ -18,14 +18,14 @@ inline constexpr int64_t kMaxConfigSize = int64_t{1} << 24;
 // (multimodal wrappers); `prefix` is then "text_config.".
 struct ModelConfigCheck {
   std::string model_type;
-  std::string prefix;                  // "" or "text_config.": where the sizes below were read
+  std::string prefix;  // "" or "text_config.": where the sizes below were read
   int64_t hidden_size = 0;
   int64_t vocab_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;     // = num_attention_heads when the config leaves it out (or null)
-  int64_t head_dim = 0;                // the config's, or hidden_size / num_attention_heads
-  int64_t intermediate_size = 0;       // the dense FFN size; moe_intermediate_size when only that is given
+  int64_t num_key_value_heads = 0;        // = num_attention_heads when the config leaves it out (or null)
+  int64_t head_dim = 0;                   // the config's, or hidden_size / num_attention_heads
+  int64_t intermediate_size = 0;          // the dense FFN size; moe_intermediate_size when only that is given
   std::optional<int64_t> sliding_window;  // absent or null: none
 };
 
