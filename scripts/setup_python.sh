@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Creates .venv at the repo root and installs python/requirements.txt into it. Idempotent: when a stamp matching
-# the hash of requirements.txt and of this script exists, it returns at once without calling pip.
+# Creates .venv at the repo root, installs python/requirements.txt into it, then the project itself (pyproject.toml:
+# the `dooly` package, the compiled core `dooly_core`, the `dooly-trace` entry). Idempotent, in two steps with a
+# stamp each: the requirements are reinstalled only when requirements.txt or this script changed; the project only
+# when one of the files its build reads changed (pyproject.toml, CMakeLists.txt, cmake/, src/, python/). Its CMake
+# build stays in build/venv-wheel, so a reinstall compiles only what changed. When nothing changed it returns at
+# once without calling pip. scripts/test_python.sh still puts python/ and build/default/python first on
+# PYTHONPATH, so the tests see the source tree and the default build over the venv's installed copy.
 #   DOOLY_TORCH_INSTALL=auto (default) | light | full     how torch is installed (see below)
 #   DOOLY_PYTHON=python3                                  the interpreter the venv is made from
 set -euo pipefail
@@ -13,8 +18,36 @@ stamp="$venv/.dooly-requirements.sha256"
 mode=${DOOLY_TORCH_INSTALL:-auto}
 case "$mode" in auto|light|full) ;; *) echo "setup_python: DOOLY_TORCH_INSTALL must be auto, light or full (got '$mode')" >&2; exit 2;; esac
 
+project_stamp="$venv/.dooly-project.sha256"
+project_build=build/venv-wheel
+# Every file the project's wheel build reads (sorted, content-hashed; untracked edits count too).
+project_hash() {
+  find pyproject.toml CMakeLists.txt cmake src python -type f \
+      \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.py' -o -name '*.cmake' -o -name CMakeLists.txt \
+         -o -name '*.toml' \) -not -path '*/__pycache__/*' -print0 \
+    | sort -z | xargs -0 sha256sum | cat - "$self" | sha256sum | cut -d' ' -f1
+}
+install_project() {
+  local want_project start_project
+  want_project=$(project_hash)
+  if [ -f "$project_stamp" ] && [ "$(cat "$project_stamp")" = "$want_project" ]; then
+    return 0
+  fi
+  start_project=$(date +%s)
+  rm -f "$project_stamp"
+  # No build isolation: scikit-build-core and pybind11 come pinned from requirements.txt, and the CMake cache in
+  # $project_build keeps pointing at the same pybind11, so a rerun is incremental.
+  "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-deps --no-build-isolation \
+    --config-settings=build-dir="$project_build" .
+  # From outside the tree, so the installed copies are the ones imported.
+  (py="$PWD/$venv/bin/python"; cd / && "$py" -c 'import dooly, dooly_core; assert dooly_core.sha256_hex(b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"')
+  echo "$want_project" > "$project_stamp"
+  echo "setup_python: dooly installed into $venv in $(( $(date +%s) - start_project )) s"
+}
+
 want=$(cat "$req" "$self" | sha256sum | cut -d' ' -f1)
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  install_project
   echo "setup_python: $venv is up to date"
   exit 0
 fi
@@ -77,4 +110,6 @@ fi
 
 "$venv/bin/python" -c 'import torch, transformers, numpy, pytest; print(f"setup_python: torch {torch.__version__} ('"$installed"' install), transformers {transformers.__version__}, numpy {numpy.__version__}, pytest {pytest.__version__}")'
 echo "$want" > "$stamp"
+rm -f "$project_stamp"   # new requirements (e.g. another pybind11): build the project again
+install_project
 echo "setup_python: done in $(( $(date +%s) - start )) s"
