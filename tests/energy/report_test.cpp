@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -33,6 +34,17 @@ Report sample_report() {
   c.samples = 1275;
   c.conservation = {4000.25, 3357.9, 642.35, 4010.0};
   c.fit = {true, "", 1275, 63.5, false, 11.25, 0.975, 2, 0};
+  c.fit.interval_method = "95 %: the wider of a jackknife over 20 blocks of readings and the fit's covariance";
+  c.fit.interval_blocks = 20;
+  c.fit.nnls_iterations = 3;
+  c.sensor_check.done = true;
+  c.sensor_check.given = {25'000'000, 4'000'000, true, 11.25, 0};
+  c.sensor_check.neighbours = {{25'000'000, 3'000'000, true, 11.5, 1},
+                               {25'000'000, 5'000'000, true, 11.0, 0},
+                               {22'500'000, 4'000'000, true, 12.0, 1},
+                               {27'500'000, 4'000'000, false, 0.0, 0}};
+  c.sensor_check.preferred = 1;
+  c.sensor_check.rows_sensitive = 1;
   RegionRow a;
   a.name = "gemm_apply";
   a.kind = Kind::kernel_for;
@@ -45,6 +57,10 @@ Report sample_report() {
   a.model_power_w = 180.5;
   a.model_energy_j = 2054.5;
   a.model_excl_energy_j = 2054.5;
+  a.model_power_hw_w = 2.5;
+  a.model_energy_hw_j = 21.25;
+  a.model_j_per_call_hw_j = 0.0017;
+  a.model_j_per_call_sensor_j = 0.0004;
   RegionRow b;
   b.name = "spmv_matvec, \"csr\"";  // a name that needs CSV quoting
   b.kind = Kind::kernel_reduce;
@@ -56,6 +72,12 @@ Report sample_report() {
   b.model_power_w = 0;
   b.model_energy_j = 703.0;
   b.model_inseparable = true;
+  b.model_power_hw_w = std::numeric_limits<double>::infinity();
+  b.model_energy_hw_j = std::numeric_limits<double>::infinity();
+  b.model_j_per_call_hw_j = std::numeric_limits<double>::infinity();
+  b.model_j_per_call_sensor_j = 0.25;
+  b.model_imprecise = true;
+  b.model_sensor_sensitive = true;
   c.rows = {a, b};
   r.channels.push_back(c);
   return r;

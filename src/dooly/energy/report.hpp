@@ -1,6 +1,8 @@
 #pragma once
 // What a run produced: per channel, per region, the figures both attribution modes give. This is the one data
 // model the table, CSV and JSON writers print; its persisted forms carry `kReportVersion`.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +14,14 @@
 
 namespace dooly::energy {
 
-inline constexpr int kReportVersion = 1;
+// 2: model-mode intervals, the sensor-model check, NNLS convergence.
+inline constexpr int kReportVersion = 2;
+
+// a - b, or 0 when the two agree to rounding (a J/call of 1e-12 J from subtracting equal sums is not a figure).
+inline double net_of(double a, double b) noexcept {
+  const double d = a - b;
+  return std::fabs(d) <= 1e-12 * std::max(std::fabs(a), std::fabs(b)) ? 0.0 : d;
+}
 
 enum class Mode { trapezoid, model };
 std::string_view to_string(Mode mode) noexcept;
@@ -34,16 +43,26 @@ struct RegionRow {
   std::optional<double> model_excl_energy_j;
   bool model_inseparable = false;       // its occupancy is (nearly) a combination of others: not identifiable
   bool model_too_little_data = false;
+  // Half-widths of the model figures' 95 % intervals: the fit's own (ModelFit::interval_method) and the sensor
+  // model's part (the largest move at a neighbouring sensor setting), added in quadrature.
+  std::optional<double> model_power_hw_w;
+  std::optional<double> model_energy_hw_j;
+  std::optional<double> model_j_per_call_hw_j;
+  std::optional<double> model_j_per_call_sensor_j;  // the sensor model's part of the J/call interval
+  bool model_imprecise = false;          // the J/call interval is wider than 5 % of it
+  bool model_sensor_sensitive = false;   // the sensor model's part of the J/call interval exceeds the fit's own
 
   double avg_power_w() const noexcept { return time_s > 0 ? energy_j / time_s : 0.0; }
   // (energy - baseline * time) / calls: the region's own joules above the idle floor, per call.
   double j_per_call(double baseline_w) const noexcept {
-    return calls ? (energy_j - baseline_w * time_s) / static_cast<double>(calls) : 0.0;
+    return calls ? net_of(energy_j, baseline_w * time_s) / static_cast<double>(calls) : 0.0;
   }
   std::optional<double> model_j_per_call(double baseline_w) const noexcept {
     if (!model_energy_j || !calls) return std::nullopt;
-    return (*model_energy_j - baseline_w * time_s) / static_cast<double>(calls);
+    return net_of(*model_energy_j, baseline_w * time_s) / static_cast<double>(calls);
   }
+  // The model cannot be trusted for this row: not identifiable, or its interval is too wide.
+  bool model_unresolved() const noexcept { return model_inseparable || model_imprecise; }
   bool mostly_short() const noexcept { return calls && short_windows * 2 > calls; }
 };
 
@@ -57,6 +76,28 @@ struct ModelFit {
   double r_squared = 0.0;
   int columns = 0;
   uint64_t keys_over_cap = 0;  // distinct regions beyond the model's column cap (not fitted)
+  bool nnls_converged = true;  // false: the solver gave up; the channel falls back to the trapezoid
+  int nnls_iterations = 0;
+  std::string interval_method;  // how the rows' intervals were obtained
+  uint64_t interval_blocks = 0;  // blocks of readings the jackknife used (0: covariance only)
+};
+
+// The sensor model checked against the data: the fit at the given window and lag, and at neighbouring ones.
+struct SensorSettingFit {
+  int64_t window_ns = 0;
+  int64_t delay_ns = 0;
+  bool fitted = false;
+  double residual_rms_w = 0.0;
+  uint64_t rows_moved = 0;  // rows whose J/call moves by more than its interval at this setting
+};
+struct SensorCheck {
+  bool done = false;
+  std::string why_not;
+  SensorSettingFit given;
+  std::vector<SensorSettingFit> neighbours;
+  int preferred = -1;  // the neighbour with the lowest residual when it beats the given setting, else -1
+  uint64_t rows_sensitive = 0;
+  const SensorSettingFit& best() const noexcept { return preferred >= 0 ? neighbours[preferred] : given; }
 };
 
 struct Conservation {
@@ -79,6 +120,7 @@ struct ChannelReport {
   uint64_t samples_dropped = 0;  // not newer than the previous reading
   Conservation conservation;
   ModelFit fit;
+  SensorCheck sensor_check;
   std::vector<RegionRow> rows;  // sorted by energy, descending
 };
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <unistd.h>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -49,11 +50,42 @@ std::string compact(double v) {
   return fmt::format("{:.3g}", v);
 }
 
+// A half-width: "inf" when the run does not determine the figure.
+std::string interval(std::optional<double> hw) {
+  if (!hw) return "-";
+  if (!std::isfinite(*hw) || *hw > 1e15) return "inf";
+  return compact(*hw);
+}
+
+std::string ms(int64_t ns) { return fmt::format("{:g} ms", static_cast<double>(ns) / 1e6); }
+
+std::string sensor_check_line(const SensorCheck& s) {
+  if (!s.done) return {};
+  std::string out = fmt::format("sensor model: given window {}, lag {} (residual {:.2f} W rms); ", ms(s.given.window_ns),
+                                ms(s.given.delay_ns), s.given.residual_rms_w);
+  if (s.preferred < 0) {
+    out += "no neighbouring setting fits better";
+  } else {
+    const SensorSettingFit& b = s.best();
+    out += fmt::format("the data prefer window {}, lag {} ({:.2f} W rms)", ms(b.window_ns), ms(b.delay_ns),
+                       b.residual_rms_w);
+  }
+  std::string tried;
+  for (const auto& n : s.neighbours)
+    tried += fmt::format("{}{}/{}", tried.empty() ? "" : ", ", ms(n.window_ns), ms(n.delay_ns));
+  out += fmt::format(" [neighbours tried, window/lag: {}]", tried);
+  if (s.rows_sensitive)
+    out += fmt::format("; for {} region(s) the sensor model's part of the interval exceeds the fit's own (^)",
+                       s.rows_sensitive);
+  return out + "\n";
+}
+
 std::string flags_of(const RegionRow& r) {
   std::string f;
   if (r.mostly_short()) f += '*';
-  if (r.model_inseparable) f += '!';
+  if (r.model_unresolved()) f += '!';
   if (r.model_too_little_data) f += '?';
+  if (r.model_sensor_sensitive) f += '^';
   if (r.extrapolated_windows) f += '~';
   return f;
 }
@@ -73,89 +105,130 @@ std::string num(std::optional<double> v) { return v ? num(*v) : std::string(); }
 
 }  // namespace
 
+namespace {
+
+// The channel's rows: the leading mode's energy, J/call and interval, the other mode's J/call, the flags.
+std::string table_rows(const ChannelReport& ch, bool model_lead) {
+  const double model_floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
+  size_t width = 16;
+  for (const auto& r : ch.rows) width = std::max(width, std::min<size_t>(r.name.size(), 48));
+  const std::string header = fmt::format("{:<{}}  {:>9}  {:>10}  {:>11}  {:>10}  {:>9}  {:>7}  {:>13}  {}", "region",
+                                         width, "calls", "time(s)", "energy(J)", "J/call", "+-(95%)", "avg(W)",
+                                         model_lead ? "J/call(trap)" : "J/call(model)", "flags");
+  const std::string rule(header.size() - 5, '-');
+  std::string out = header + "\n" + rule + "\n";
+  std::vector<const RegionRow*> rows;
+  rows.reserve(ch.rows.size());
+  for (const auto& r : ch.rows) rows.push_back(&r);
+  if (model_lead)
+    std::stable_sort(rows.begin(), rows.end(), [](const RegionRow* a, const RegionRow* b) {
+      return a->model_energy_j.value_or(0) > b->model_energy_j.value_or(0);
+    });
+  for (const RegionRow* r : rows) {
+    const double energy = model_lead ? r->model_energy_j.value_or(0) : r->energy_j;
+    const double jpc = model_lead ? r->model_j_per_call(model_floor).value_or(0) : r->j_per_call(ch.baseline_w);
+    const std::optional<double> other =
+        model_lead ? std::optional<double>(r->j_per_call(ch.baseline_w)) : r->model_j_per_call(model_floor);
+    const double avg = r->time_s > 0 ? energy / r->time_s : 0;
+    out += fmt::format("{:<{}}  {:>9}  {:>10.4f}  {:>11}  {:>10}  {:>9}  {:>7.0f}  {:>13}  {}\n", shorten(r->name, width),
+                       width, r->calls, r->time_s, compact(energy), compact(jpc),
+                       model_lead ? interval(r->model_j_per_call_hw_j) : std::string("-"), avg,
+                       other ? compact(*other) : std::string("-"), flags_of(*r));
+  }
+  return out + rule + "\n";
+}
+
+// Baseline, conservation, the fit and the sensor check.
+std::string table_summary(const ChannelReport& ch, bool model_lead) {
+  std::string out;
+  if (model_lead)
+    out += fmt::format("model floor {:.1f} W (fitted intercept; subtracted for the J/call column); device idle baseline ~ {:.0f} W ({})\n",
+                       ch.fit.intercept_w, ch.baseline_w, ch.baseline_method);
+  else
+    out += fmt::format("device idle baseline ~ {:.0f} W  (subtracted for the J/call column; {})\n", ch.baseline_w,
+                       ch.baseline_method);
+  const Conservation& cs = ch.conservation;
+  out += fmt::format("run {:.3f} s, {} J = attributed {} + unattributed {}", ch.run_time_s, compact(cs.run_energy_j),
+                     compact(cs.attributed_j), compact(cs.unattributed_j));
+  if (cs.counter_delta_j && *cs.counter_delta_j > 0)
+    out += fmt::format("; energy counter {} J (ratio {:.3f})", compact(*cs.counter_delta_j), cs.ratio().value_or(0));
+  else if (cs.counter_delta_j)
+    out += "; the energy counter did not advance over the run (too short for it, or it is not updated): no check";
+  out += "\n";
+  if (ch.fit.fitted) {
+    out += fmt::format("model fit: {} readings, {} regions, floor {:.1f} W{}, residual {:.1f} W rms, R^2 {:.3f}\n",
+                       ch.fit.samples, ch.fit.columns, ch.fit.intercept_w, ch.fit.intercept_fixed ? " (given)" : "",
+                       ch.fit.residual_rms_w, ch.fit.r_squared);
+    out += fmt::format("intervals: {}\n", ch.fit.interval_method);
+  } else {
+    out += fmt::format("model fit: not fitted ({}){}\n", ch.fit.why_not,
+                       ch.fit.nnls_converged ? "" : "; the table shows the trapezoid's figures");
+  }
+  return out + sensor_check_line(ch.sensor_check);
+}
+
+// One line per flag that some row carries.
+std::string table_legend(const ChannelReport& ch) {
+  bool any_short = false, any_unresolved = false, any_little = false, any_ex = false, any_sensor = false;
+  for (const auto& r : ch.rows) {
+    any_short |= r.mostly_short();
+    any_unresolved |= r.model_unresolved();
+    any_little |= r.model_too_little_data;
+    any_ex |= r.extrapolated_windows > 0;
+    any_sensor |= r.model_sensor_sensitive;
+  }
+  std::string out;
+  if (any_short)
+    out += fmt::format("* most windows shorter than the sensor's update period ({:.0f} ms): a statistical aggregate over calls\n",
+                       static_cast<double>(ch.channel.sensor.update_ns) / 1e6);
+  if (any_unresolved)
+    out += "! the model cannot pin this region down: its J/call interval is wider than 5 % of it (the run varied it "
+           "too little apart from the others)\n";
+  if (any_little) out += "? too little data for the model\n";
+  if (any_sensor)
+    out += "^ most of its interval is the sensor model's: its J/call moves more at a neighbouring sensor setting than the "
+           "fit's own error\n";
+  if (any_ex) out += "~ some windows lie outside the power readings (power held constant there)\n";
+  return out;
+}
+
+}  // namespace
+
 std::string format_table(const Report& report) {
   std::string out;
   for (const ChannelReport& ch : report.channels) {
     const bool model_lead = report.mode == Mode::model && ch.fit.fitted;
-    const double model_floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
-    size_t width = 16;
-    for (const auto& r : ch.rows) width = std::max(width, std::min<size_t>(r.name.size(), 48));
-    const std::string other_col = model_lead ? "J/call(trap)" : "J/call(model)";
-    const std::string header = fmt::format("{:<{}}  {:>9}  {:>10}  {:>11}  {:>10}  {:>7}  {:>13}  {}", "region", width,
-                                           "calls", "time(s)", "energy(J)", "J/call", "avg(W)", other_col, "flags");
-    const std::string rule(header.size() - 5, '-');
     out += fmt::format("dooly: {} [{}] {} -- {} mode\n", ch.channel.name, to_string(ch.channel.domain),
                        ch.channel.sensor.description, to_string(model_lead ? Mode::model : Mode::trapezoid));
-    out += header + "\n" + rule + "\n";
-    std::vector<const RegionRow*> rows;
-    for (const auto& r : ch.rows) rows.push_back(&r);
-    if (model_lead)
-      std::stable_sort(rows.begin(), rows.end(), [](const RegionRow* a, const RegionRow* b) {
-        return a->model_energy_j.value_or(0) > b->model_energy_j.value_or(0);
-      });
-    for (const RegionRow* r : rows) {
-      const double energy = model_lead ? r->model_energy_j.value_or(0) : r->energy_j;
-      const double jpc = model_lead ? r->model_j_per_call(model_floor).value_or(0) : r->j_per_call(ch.baseline_w);
-      const std::optional<double> other =
-          model_lead ? std::optional<double>(r->j_per_call(ch.baseline_w)) : r->model_j_per_call(model_floor);
-      const double avg = r->time_s > 0 ? energy / r->time_s : 0;
-      out += fmt::format("{:<{}}  {:>9}  {:>10.4f}  {:>11}  {:>10}  {:>7.0f}  {:>13}  {}\n", shorten(r->name, width),
-                         width, r->calls, r->time_s, compact(energy), compact(jpc), avg,
-                         other ? compact(*other) : std::string("-"), flags_of(*r));
-    }
-    out += rule + "\n";
-    if (model_lead)
-      out += fmt::format("model floor {:.1f} W (fitted intercept; subtracted for the J/call column); device idle baseline ~ {:.0f} W ({})\n",
-                         model_floor, ch.baseline_w, ch.baseline_method);
-    else
-      out += fmt::format("device idle baseline ~ {:.0f} W  (subtracted for the J/call column; {})\n", ch.baseline_w,
-                         ch.baseline_method);
-    const Conservation& cs = ch.conservation;
-    out += fmt::format("run {:.3f} s, {} J = attributed {} + unattributed {}", ch.run_time_s,
-                       compact(cs.run_energy_j), compact(cs.attributed_j), compact(cs.unattributed_j));
-    if (cs.counter_delta_j)
-      out += fmt::format("; energy counter {} J (ratio {:.3f})", compact(*cs.counter_delta_j), cs.ratio().value_or(0));
-    out += "\n";
-    if (ch.fit.fitted)
-      out += fmt::format("model fit: {} readings, {} regions, floor {:.1f} W{}, residual {:.1f} W rms, R^2 {:.3f}\n",
-                         ch.fit.samples, ch.fit.columns, ch.fit.intercept_w, ch.fit.intercept_fixed ? " (given)" : "",
-                         ch.fit.residual_rms_w, ch.fit.r_squared);
-    else
-      out += fmt::format("model fit: not fitted ({})\n", ch.fit.why_not);
-    bool any_short = false, any_insep = false, any_little = false, any_ex = false;
-    for (const auto& r : ch.rows) {
-      any_short |= r.mostly_short();
-      any_insep |= r.model_inseparable;
-      any_little |= r.model_too_little_data;
-      any_ex |= r.extrapolated_windows > 0;
-    }
-    if (any_short)
-      out += fmt::format("* most windows shorter than the sensor's update period ({:.0f} ms): a statistical aggregate over calls\n",
-                         static_cast<double>(ch.channel.sensor.update_ns) / 1e6);
-    if (any_insep) out += "! the run never varied this region apart from others: the model cannot separate it\n";
-    if (any_little) out += "? too little data for the model\n";
-    if (any_ex) out += "~ some windows lie outside the power readings (power held constant there)\n";
-    out += "\n";
+    out += table_rows(ch, model_lead) + table_summary(ch, model_lead) + table_legend(ch) + "\n";
   }
   if (report.events_dropped)
-    out += fmt::format("dooly: {} windows dropped (event buffer full; raise DOOLY_MAX_EVENTS)\n", report.events_dropped);
+    out += fmt::format("dooly: {} window edges dropped (event buffer full; raise DOOLY_MAX_EVENTS): calls are undercounted\n",
+                       report.events_dropped);
   return out;
 }
 
 std::string to_csv(const Report& report) {
   std::string out = std::string(kCsvHeader) + "\n";
+  // What every row shares: windows lost before attribution, and repaired ones.
+  out += fmt::format("# events_dropped={} unmatched_events={}\n", report.events_dropped, report.unmatched_events);
   out += "channel,domain,device,region,kind,calls,time_s,energy_j,j_per_call,avg_power_w,excl_time_s,excl_energy_j,"
-         "short_windows,extrapolated_windows,baseline_w,model_floor_w,model_power_w,model_energy_j,model_j_per_call,"
-         "model_inseparable\n";
+         "short_windows,extrapolated_windows,baseline_w,model_floor_w,model_power_w,model_power_hw_w,model_energy_j,"
+         "model_energy_hw_j,model_j_per_call,model_j_per_call_hw_j,model_j_per_call_sensor_j,model_inseparable,"
+         "model_imprecise,model_too_little_data,model_sensor_sensitive\n";
   for (const ChannelReport& ch : report.channels) {
     const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
     for (const RegionRow& r : ch.rows) {
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_quote(ch.channel.name),
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},", csv_quote(ch.channel.name),
                          to_string(ch.channel.domain), ch.channel.device, csv_quote(r.name), to_string(r.kind), r.calls,
                          num(r.time_s), num(r.energy_j), num(r.j_per_call(ch.baseline_w)), num(r.avg_power_w()),
                          num(r.excl_time_s), num(r.excl_energy_j), r.short_windows, r.extrapolated_windows,
-                         num(ch.baseline_w), ch.fit.fitted ? num(floor) : std::string(), num(r.model_power_w),
-                         num(r.model_energy_j), num(r.model_j_per_call(floor)), r.model_inseparable ? 1 : 0);
+                         num(ch.baseline_w), ch.fit.fitted ? num(floor) : std::string());
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", num(r.model_power_w), num(r.model_power_hw_w),
+                         num(r.model_energy_j), num(r.model_energy_hw_j), num(r.model_j_per_call(floor)),
+                         num(r.model_j_per_call_hw_j), num(r.model_j_per_call_sensor_j), r.model_inseparable ? 1 : 0,
+                         r.model_imprecise ? 1 : 0,
+                         r.model_too_little_data ? 1 : 0, r.model_sensor_sensitive ? 1 : 0);
     }
   }
   return out;
@@ -198,11 +271,26 @@ nlohmann::json to_json(const Report& report) {
                       {"samples", ch.fit.samples},       {"intercept_w", ch.fit.intercept_w},
                       {"intercept_fixed", ch.fit.intercept_fixed}, {"residual_rms_w", ch.fit.residual_rms_w},
                       {"r_squared", ch.fit.r_squared},   {"columns", ch.fit.columns},
-                      {"keys_over_cap", ch.fit.keys_over_cap}};
+                      {"keys_over_cap", ch.fit.keys_over_cap}, {"nnls_converged", ch.fit.nnls_converged},
+                      {"nnls_iterations", ch.fit.nnls_iterations}, {"interval_method", ch.fit.interval_method},
+                      {"interval_blocks", ch.fit.interval_blocks}};
+    auto setting = [](const SensorSettingFit& f) {
+      return json{{"window_ns", f.window_ns}, {"delay_ns", f.delay_ns},         {"fitted", f.fitted},
+                  {"residual_rms_w", f.residual_rms_w}, {"rows_moved", f.rows_moved}};
+    };
+    json neighbours = json::array();
+    for (const auto& n : ch.sensor_check.neighbours) neighbours.push_back(setting(n));
+    c["sensor_check"] = {{"done", ch.sensor_check.done},           {"why_not", ch.sensor_check.why_not},
+                         {"given", setting(ch.sensor_check.given)}, {"neighbours", neighbours},
+                         {"preferred", ch.sensor_check.preferred}, {"rows_sensitive", ch.sensor_check.rows_sensitive}};
     const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
     c["regions"] = json::array();
     for (const RegionRow& r : ch.rows) {
       auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
+      // JSON has no infinity: an unbounded interval is the string "inf".
+      auto hw = [](std::optional<double> v) {
+        return !v ? json(nullptr) : std::isfinite(*v) ? json(*v) : json("inf");
+      };
       c["regions"].push_back({{"name", r.name},
                               {"kind", std::string(to_string(r.kind))},
                               {"calls", r.calls},
@@ -219,12 +307,130 @@ nlohmann::json to_json(const Report& report) {
                               {"model_excl_energy_j", opt(r.model_excl_energy_j)},
                               {"model_j_per_call", opt(r.model_j_per_call(floor))},
                               {"model_inseparable", r.model_inseparable},
-                              {"model_too_little_data", r.model_too_little_data}});
+                              {"model_too_little_data", r.model_too_little_data},
+                              {"model_power_hw_w", hw(r.model_power_hw_w)},
+                              {"model_energy_hw_j", hw(r.model_energy_hw_j)},
+                              {"model_j_per_call_hw_j", hw(r.model_j_per_call_hw_j)},
+                              {"model_j_per_call_sensor_j", hw(r.model_j_per_call_sensor_j)},
+                              {"model_imprecise", r.model_imprecise},
+                              {"model_sensor_sensitive", r.model_sensor_sensitive}});
     }
     j["channels"].push_back(c);
   }
   return j;
 }
+
+std::string to_json_text(const Report& report) {
+  return to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+using nlohmann::json;
+
+std::optional<double> optional_number(const json& x, const char* key) {
+  const json& v = x.at(key);
+  return v.is_null() ? std::nullopt : std::optional<double>(v.get<double>());
+}
+// An interval's half-width: a number, null, or "inf" (JSON has no infinity).
+std::optional<double> half_width(const json& x, const char* key) {
+  const json& v = x.at(key);
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string() && v.get<std::string>() == "inf") return std::numeric_limits<double>::infinity();
+  return v.get<double>();
+}
+
+RegionRow row_from_json(const json& x) {
+  RegionRow row;
+  row.name = x.at("name").get<std::string>();
+  row.kind = kind_from_string(x.at("kind").get<std::string>());
+  row.calls = x.at("calls").get<uint64_t>();
+  row.time_s = x.at("time_s").get<double>();
+  row.energy_j = x.at("energy_j").get<double>();
+  row.excl_time_s = x.at("excl_time_s").get<double>();
+  row.excl_energy_j = x.at("excl_energy_j").get<double>();
+  row.short_windows = x.at("short_windows").get<uint64_t>();
+  row.extrapolated_windows = x.at("extrapolated_windows").get<uint64_t>();
+  row.model_power_w = optional_number(x, "model_power_w");
+  row.model_energy_j = optional_number(x, "model_energy_j");
+  row.model_excl_energy_j = optional_number(x, "model_excl_energy_j");
+  row.model_inseparable = x.at("model_inseparable").get<bool>();
+  row.model_too_little_data = x.at("model_too_little_data").get<bool>();
+  row.model_power_hw_w = half_width(x, "model_power_hw_w");
+  row.model_energy_hw_j = half_width(x, "model_energy_hw_j");
+  row.model_j_per_call_hw_j = half_width(x, "model_j_per_call_hw_j");
+  row.model_j_per_call_sensor_j = half_width(x, "model_j_per_call_sensor_j");
+  row.model_imprecise = x.at("model_imprecise").get<bool>();
+  row.model_sensor_sensitive = x.at("model_sensor_sensitive").get<bool>();
+  return row;
+}
+
+ModelFit fit_from_json(const json& f) {
+  ModelFit fit;
+  fit.fitted = f.at("fitted").get<bool>();
+  fit.why_not = f.at("why_not").get<std::string>();
+  fit.samples = f.at("samples").get<uint64_t>();
+  fit.intercept_w = f.at("intercept_w").get<double>();
+  fit.intercept_fixed = f.at("intercept_fixed").get<bool>();
+  fit.residual_rms_w = f.at("residual_rms_w").get<double>();
+  fit.r_squared = f.at("r_squared").get<double>();
+  fit.columns = f.at("columns").get<int>();
+  fit.keys_over_cap = f.at("keys_over_cap").get<uint64_t>();
+  fit.nnls_converged = f.at("nnls_converged").get<bool>();
+  fit.nnls_iterations = f.at("nnls_iterations").get<int>();
+  fit.interval_method = f.at("interval_method").get<std::string>();
+  fit.interval_blocks = f.at("interval_blocks").get<uint64_t>();
+  return fit;
+}
+
+SensorCheck sensor_check_from_json(const json& sc) {
+  auto setting = [](const json& x) {
+    return SensorSettingFit{x.at("window_ns").get<int64_t>(), x.at("delay_ns").get<int64_t>(),
+                            x.at("fitted").get<bool>(), x.at("residual_rms_w").get<double>(),
+                            x.at("rows_moved").get<uint64_t>()};
+  };
+  SensorCheck check;
+  check.done = sc.at("done").get<bool>();
+  check.why_not = sc.at("why_not").get<std::string>();
+  check.given = setting(sc.at("given"));
+  for (const auto& n : sc.at("neighbours")) check.neighbours.push_back(setting(n));
+  check.preferred = sc.at("preferred").get<int>();
+  if (check.preferred < -1 || check.preferred >= static_cast<int>(check.neighbours.size()))
+    DOOLY_THROW(InputError, "pass a report written by dooly, unedited",
+                "malformed dooly report: sensor_check.preferred is {}", check.preferred);
+  check.rows_sensitive = sc.at("rows_sensitive").get<uint64_t>();
+  return check;
+}
+
+ChannelReport channel_from_json(const json& c) {
+  ChannelReport ch;
+  ch.channel.name = c.at("name").get<std::string>();
+  const std::string dom = c.at("domain").get<std::string>();
+  for (auto d : {power::Domain::gpu, power::Domain::cpu, power::Domain::dram, power::Domain::node})
+    if (to_string(d) == dom) ch.channel.domain = d;
+  ch.channel.device = c.at("device").get<int>();
+  const json& sensor = c.at("sensor");
+  ch.channel.sensor.description = sensor.at("description").get<std::string>();
+  ch.channel.sensor.window_ns = sensor.at("window_ns").get<int64_t>();
+  ch.channel.sensor.delay_ns = sensor.at("delay_ns").get<int64_t>();
+  ch.channel.sensor.update_ns = sensor.at("update_ns").get<int64_t>();
+  ch.baseline_w = c.at("baseline_w").get<double>();
+  ch.baseline_method = c.at("baseline_method").get<std::string>();
+  ch.run_time_s = c.at("run_time_s").get<double>();
+  ch.samples = c.at("samples").get<uint64_t>();
+  ch.samples_dropped = c.at("samples_dropped").get<uint64_t>();
+  const json& cs = c.at("conservation");
+  ch.conservation.run_energy_j = cs.at("run_energy_j").get<double>();
+  ch.conservation.attributed_j = cs.at("attributed_j").get<double>();
+  ch.conservation.unattributed_j = cs.at("unattributed_j").get<double>();
+  ch.conservation.counter_delta_j = optional_number(cs, "counter_delta_j");
+  ch.fit = fit_from_json(c.at("model_fit"));
+  ch.sensor_check = sensor_check_from_json(c.at("sensor_check"));
+  for (const auto& x : c.at("regions")) ch.rows.push_back(row_from_json(x));
+  return ch;
+}
+
+}  // namespace
 
 Report report_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("version") || !j["version"].is_number_integer())
@@ -240,60 +446,7 @@ Report report_from_json(const nlohmann::json& j) {
     for (const auto& [k, v] : j.at("meta").items()) r.meta.emplace_back(k, v.get<std::string>());
     r.events_dropped = j.at("events_dropped").get<uint64_t>();
     r.unmatched_events = j.at("unmatched_events").get<uint64_t>();
-    for (const auto& c : j.at("channels")) {
-      ChannelReport ch;
-      ch.channel.name = c.at("name").get<std::string>();
-      const std::string dom = c.at("domain").get<std::string>();
-      for (auto d : {power::Domain::gpu, power::Domain::cpu, power::Domain::dram, power::Domain::node})
-        if (to_string(d) == dom) ch.channel.domain = d;
-      ch.channel.device = c.at("device").get<int>();
-      ch.channel.sensor.description = c.at("sensor").at("description").get<std::string>();
-      ch.channel.sensor.window_ns = c.at("sensor").at("window_ns").get<int64_t>();
-      ch.channel.sensor.delay_ns = c.at("sensor").at("delay_ns").get<int64_t>();
-      ch.channel.sensor.update_ns = c.at("sensor").at("update_ns").get<int64_t>();
-      ch.baseline_w = c.at("baseline_w").get<double>();
-      ch.baseline_method = c.at("baseline_method").get<std::string>();
-      ch.run_time_s = c.at("run_time_s").get<double>();
-      ch.samples = c.at("samples").get<uint64_t>();
-      ch.samples_dropped = c.at("samples_dropped").get<uint64_t>();
-      const auto& cs = c.at("conservation");
-      ch.conservation.run_energy_j = cs.at("run_energy_j").get<double>();
-      ch.conservation.attributed_j = cs.at("attributed_j").get<double>();
-      ch.conservation.unattributed_j = cs.at("unattributed_j").get<double>();
-      if (!cs.at("counter_delta_j").is_null()) ch.conservation.counter_delta_j = cs.at("counter_delta_j").get<double>();
-      const auto& f = c.at("model_fit");
-      ch.fit.fitted = f.at("fitted").get<bool>();
-      ch.fit.why_not = f.at("why_not").get<std::string>();
-      ch.fit.samples = f.at("samples").get<uint64_t>();
-      ch.fit.intercept_w = f.at("intercept_w").get<double>();
-      ch.fit.intercept_fixed = f.at("intercept_fixed").get<bool>();
-      ch.fit.residual_rms_w = f.at("residual_rms_w").get<double>();
-      ch.fit.r_squared = f.at("r_squared").get<double>();
-      ch.fit.columns = f.at("columns").get<int>();
-      ch.fit.keys_over_cap = f.at("keys_over_cap").get<uint64_t>();
-      for (const auto& x : c.at("regions")) {
-        RegionRow row;
-        row.name = x.at("name").get<std::string>();
-        row.kind = kind_from_string(x.at("kind").get<std::string>());
-        row.calls = x.at("calls").get<uint64_t>();
-        row.time_s = x.at("time_s").get<double>();
-        row.energy_j = x.at("energy_j").get<double>();
-        row.excl_time_s = x.at("excl_time_s").get<double>();
-        row.excl_energy_j = x.at("excl_energy_j").get<double>();
-        row.short_windows = x.at("short_windows").get<uint64_t>();
-        row.extrapolated_windows = x.at("extrapolated_windows").get<uint64_t>();
-        auto opt = [&](const char* k) -> std::optional<double> {
-          return x.at(k).is_null() ? std::nullopt : std::optional<double>(x.at(k).get<double>());
-        };
-        row.model_power_w = opt("model_power_w");
-        row.model_energy_j = opt("model_energy_j");
-        row.model_excl_energy_j = opt("model_excl_energy_j");
-        row.model_inseparable = x.at("model_inseparable").get<bool>();
-        row.model_too_little_data = x.at("model_too_little_data").get<bool>();
-        ch.rows.push_back(std::move(row));
-      }
-      r.channels.push_back(std::move(ch));
-    }
+    for (const auto& c : j.at("channels")) r.channels.push_back(channel_from_json(c));
   } catch (const nlohmann::json::exception& e) {
     DOOLY_THROW(InputError, "pass a report written by dooly, unedited", "malformed dooly report: {}", e.what());
   }

@@ -9,11 +9,13 @@
 
 namespace dooly::energy {
 
-inline constexpr const char* kCsvHeader = "# dooly-energy-csv v1";
+inline constexpr const char* kCsvHeader = "# dooly-energy-csv v2";
 
 std::string format_table(const Report& report);
 std::string to_csv(const Report& report);
 nlohmann::json to_json(const Report& report);
+// to_json as text; bytes of names that are not UTF-8 become U+FFFD (a kernel name is whatever the program gave).
+std::string to_json_text(const Report& report);
 // Reads what to_json wrote; throws InputError when the version is missing or not ours.
 Report report_from_json(const nlohmann::json& j);
 

@@ -1,0 +1,136 @@
+#pragma once
+// The occupancy model's data: every power reading, once the events have passed its sensor window, becomes one
+// row of a regression of its power on the share of that window each key occupied as the innermost window
+// (intercept = the device's floor). Only the normal equations are kept (X'X, X'y), so a run of any length needs
+// memory for those alone; the segments the shares are computed from are trimmed as readings are consumed.
+//
+// Three sets of normal equations per channel:
+//  - the sensor model as given (the fit the report leads with);
+//  - that one again per block of consecutive readings (16-32 blocks, merged pairwise as the run grows), for the
+//    delete-one-block jackknife that gives the fitted figures their intervals (model_fit.hpp);
+//  - one per neighbouring sensor setting (window and lag moved by a step each way), to check the sensor model
+//    against the data and to show which figures depend on it.
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "dooly/common/fifo.hpp"
+#include "dooly/energy/key_tally.hpp"
+#include "dooly/energy/window_charger.hpp"
+#include "dooly/power/power_source.hpp"
+
+namespace dooly::energy {
+
+// One sensor setting's normal equations. Column 0 is the intercept.
+struct Design {
+  std::unordered_map<KeyId, int> column;  // key -> column
+  std::vector<KeyId> keys;                // column - 1 -> key
+  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(1, 1);
+  Eigen::VectorXd xty = Eigen::VectorXd::Zero(1);
+  double yy = 0;
+  uint64_t n = 0;
+  uint64_t over_cap = 0;  // shares of keys beyond the column cap, left out
+  int columns() const noexcept { return static_cast<int>(keys.size()); }
+};
+
+// A slice of the given setting's equations over consecutive readings (same columns).
+struct DesignBlock {
+  Eigen::MatrixXd gram;
+  Eigen::VectorXd xty;
+  double yy = 0;
+  uint64_t n = 0;
+};
+
+struct SensorSetting {
+  int64_t window_ns = 0;
+  int64_t delay_ns = 0;
+};
+
+struct OccupancyOptions {
+  size_t max_keys = 512;           // columns per channel; further keys are not fitted
+  size_t max_segments = 1u << 21;  // recent segments kept
+  size_t max_pending = 1u << 20;   // readings waiting for the events to reach them
+  size_t max_block_columns = 64;   // the jackknife's blocks are kept while a channel has at most this many columns
+  bool sensor_check = true;        // fit the neighbouring sensor settings too
+};
+
+class OccupancyModel {
+ public:
+  OccupancyModel(const std::vector<power::Channel>& channels, OccupancyOptions options);
+
+  // A reading of channel c from within the run (its window lies before the events that will reach it).
+  void add_reading(size_t c, const power::Reading& r) { channels_[c].pending.push_back(r); }
+  void add_segment(const Segment& s) {
+    if (segments_.size() >= options_.max_segments) [[unlikely]] {
+      segments_.pop_front();
+      ++segments_dropped_;
+    }
+    segments_.push_back(s);
+  }
+  // Consumes the readings whose sensor windows end at or before horizon_ns (all of them with `all`): the events
+  // are final there. `open` is what is innermost on each thread now. `quiet` gets the power of readings whose
+  // window no window occupied.
+  template <typename Quiet>
+  void consume(int64_t horizon_ns, bool all, const WindowCharger& open, Quiet&& quiet) {
+    for (size_t c = 0; c < channels_.size(); ++c) {
+      ChannelModel& m = channels_[c];
+      while (!m.pending.empty()) {
+        const power::Reading& r = m.pending.front();
+        if (!all && r.t_ns - m.min_delay_ns > horizon_ns && m.pending.size() < options_.max_pending) break;
+        if (add_row(c, r, open)) quiet(c, r.power_w);
+        m.pending.pop_front();
+      }
+    }
+  }
+  // Drops segments no pending or future reading can need. trace_end[c]: the last instant channel c's readings
+  // reach (INT64_MIN: none yet); dead[c]: it reads no more.
+  void trim(int64_t horizon_ns, const std::vector<int64_t>& trace_end, const std::vector<bool>& dead);
+
+  size_t channels() const noexcept { return channels_.size(); }
+  const Design& design(size_t c) const noexcept { return channels_[c].given; }
+  const std::vector<DesignBlock>& blocks(size_t c) const noexcept { return channels_[c].blocks; }
+  bool blocks_kept(size_t c) const noexcept { return channels_[c].blocks_kept; }
+  const SensorSetting& given_setting(size_t c) const noexcept { return channels_[c].settings[0]; }
+  // The neighbouring settings and their equations (empty without the sensor check).
+  size_t neighbours(size_t c) const noexcept { return channels_[c].settings.size() - 1; }
+  const SensorSetting& neighbour_setting(size_t c, size_t i) const noexcept { return channels_[c].settings[i + 1]; }
+  const Design& neighbour(size_t c, size_t i) const noexcept { return channels_[c].others[i]; }
+  uint64_t segments_dropped() const noexcept { return segments_dropped_; }
+  size_t retained_segments() const noexcept { return segments_.size(); }
+  size_t retained_readings() const noexcept;
+
+ private:
+  struct ChannelModel {
+    int32_t only_device = -1;
+    int64_t channel_window_ns = 0;
+    std::vector<SensorSetting> settings;  // [0]: as given; then the neighbours
+    int64_t update_ns = 0;
+    int64_t min_delay_ns = 0, max_delay_ns = 0, max_window_ns = 0;  // over the settings
+    Fifo<power::Reading> pending;
+    int64_t widest_own_window_ns = 0;  // of the readings that carry their own window (RAPL)
+    Design given;
+    std::vector<Design> others;
+    std::vector<DesignBlock> blocks;
+    uint64_t block_rows = 1;  // readings per block
+    bool blocks_kept = true;
+  };
+  // Adds one reading's row to every set of equations; true when no window occupied it (a quiet reading).
+  bool add_row(size_t c, const power::Reading& r, const WindowCharger& open);
+  // Adds sign * (ns of [x, y) each key was innermost) to `tally`; a point (x == y) counts who is innermost at it.
+  void occupancy(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open, KeyTally& tally);
+  void add_to_block(ChannelModel& m, const std::vector<std::pair<int, double>>& x, double y);
+
+  OccupancyOptions options_;
+  std::vector<ChannelModel> channels_;
+  Fifo<Segment> segments_;  // in order of their end
+  uint64_t segments_dropped_ = 0;
+  KeyTally occ_, scratch_;
+  std::vector<bool> past_;
+  std::vector<std::pair<int, double>> x_;
+};
+
+}  // namespace dooly::energy
