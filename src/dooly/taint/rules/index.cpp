@@ -28,7 +28,10 @@ ExprPtr slice_length(RuleContext& c, const ExprPtr& dim, const Value& sl) {
     if (!b) return {def, def == 0 ? constant(0) : dim};
     int64_t v = b->int_value();
     ExprPtr e = b->label;
-    if (v < 0) { v += n; e = add(dim, e); }
+    if (v < 0) {
+      v += n;
+      e = add(dim, e);
+    }
     if (v < 0) return {0, constant(0)};
     if (v >= n) return {n, dim};
     return {v, e};
@@ -44,73 +47,127 @@ ExprPtr slice_length(RuleContext& c, const ExprPtr& dim, const Value& sl) {
   return len;
 }
 
-// Applies a Python index (int, slice, None, Ellipsis, tensor, list, tuple of those) to a tensor's dims.
-std::vector<ExprPtr> apply_index(RuleContext& c, const Value& t, const Value& index) {
+// x[a, b] indexes dim by dim; a plain list is one advanced index, not a tuple of indices.
+std::vector<const Value*> index_items(const Value& index) {
   std::vector<const Value*> items;
-  if (index.is_list() && index.text == "tuple") {  // x[a, b]; a plain list is one advanced index
+  if (index.is_list() && index.text == "tuple") {
+    items.reserve(index.items.size());
     for (const auto& i : index.items) items.push_back(&i);
   } else {
     items.push_back(&index);
   }
+  return items;
+}
+
+// None and Ellipsis consume no dim of the indexed tensor; Ellipsis expands to whatever the others leave.
+size_t consumed_dims(const std::vector<const Value*>& items) {
   size_t consumed = 0;
-  for (auto* i : items)
+  for (const auto* i : items)
     if (!i->is_none() && i->type != Value::Type::ellipsis) ++consumed;
-  if (consumed > t.rank()) mismatch("too many indices");
-  std::vector<ExprPtr> out;
-  std::vector<ExprPtr> advanced;  // broadcast dims of the tensor indices
-  std::vector<const Value*> adv_tensors;
-  std::deque<Value> list_indices;  // stable addresses for list indices seen as 1-D tensors
-  int adv_pos = -1;
-  bool adv_split = false;
-  int last_adv_item = -2;
-  size_t d = 0;
-  for (size_t idx = 0; idx < items.size(); ++idx) {
-    const Value& i = *items[idx];
+  return consumed;
+}
+
+bool is_bool_mask(const Value& i) { return i.text == "bool" || i.text == "torch.bool"; }
+
+// Walks the index items over the tensor's dims. Advanced (tensor or list) indices are collected and their
+// broadcast dims inserted at the end: in place when they are adjacent, at the front when they are split
+// by other items (NumPy's rule).
+class IndexWalk {
+ public:
+  IndexWalk(RuleContext& c, const Value& t, size_t consumed) : c_(c), t_(t), consumed_(consumed) {}
+
+  void step(size_t idx, const Value& i) {
     switch (i.type) {
-      case Value::Type::none: out.push_back(constant(1)); break;
-      case Value::Type::ellipsis: {
-        const size_t skip = t.rank() - consumed;
-        for (size_t k = 0; k < skip; ++k) out.push_back(t.dims[d++]);
+      case Value::Type::none:
+        out_.push_back(constant(1));
         break;
-      }
+      case Value::Type::ellipsis:
+        ellipsis();
+        break;
       case Value::Type::integer:
-      case Value::Type::boolean:
-        if (i.type == Value::Type::boolean) mismatch("boolean scalar index");
-        ++d;
+        ++d_;
         break;
-      case Value::Type::slice: out.push_back(slice_length(c, t.dims.at(d++), i)); break;
+      case Value::Type::boolean:
+        mismatch("boolean scalar index");
+      case Value::Type::slice:
+        out_.push_back(slice_length(c_, t_.dims.at(d_++), i));
+        break;
       case Value::Type::tensor:
-        if (i.text == "bool" || i.text == "torch.bool") {
-          c.notes.push_back(fmt::format("{}: boolean mask index is data-dependent -> UNKNOWN", c.call.op));
-          int64_t size = 0;
-          for (const auto& o : c.call.outputs) if (o.is_tensor() && o.rank() > out.size()) size = o.dims[out.size()]->value();
-          d += std::max<size_t>(1, i.rank());
-          out.push_back(unknown(size, "DATA"));
+        if (is_bool_mask(i)) {
+          bool_mask(i);
           break;
         }
-        [[fallthrough]];
-      case Value::Type::list: {
-        if (adv_pos < 0) adv_pos = static_cast<int>(out.size());
-        else if (last_adv_item != static_cast<int>(idx) - 1) adv_split = true;
-        last_adv_item = static_cast<int>(idx);
-        if (i.is_tensor()) adv_tensors.push_back(&i);
-        else {
-          list_indices.push_back(Value::make_tensor({constant(static_cast<int64_t>(i.items.size()))}));
-          adv_tensors.push_back(&list_indices.back());
-        }
-        ++d;
+        advanced(idx, i);
         break;
-      }
-      default: mismatch("unsupported index type");
+      case Value::Type::list:
+        advanced(idx, i);
+        break;
+      default:
+        mismatch("unsupported index type");
     }
   }
-  while (d < t.rank()) out.push_back(t.dims[d++]);
-  if (!adv_tensors.empty()) {
-    advanced = broadcast(c, adv_tensors);
-    const size_t at = adv_split ? 0 : static_cast<size_t>(adv_pos);
-    out.insert(out.begin() + at, advanced.begin(), advanced.end());
+
+  std::vector<ExprPtr> finish() {
+    while (d_ < t_.rank()) out_.push_back(t_.dims[d_++]);
+    if (!adv_tensors_.empty()) {
+      const std::vector<ExprPtr> adv = broadcast(c_, adv_tensors_);
+      const size_t at = adv_split_ ? 0 : static_cast<size_t>(adv_pos_);
+      out_.insert(out_.begin() + static_cast<std::ptrdiff_t>(at), adv.begin(), adv.end());
+    }
+    return std::move(out_);
   }
-  return out;
+
+ private:
+  void ellipsis() {
+    const size_t skip = t_.rank() - consumed_;
+    for (size_t k = 0; k < skip; ++k) out_.push_back(t_.dims[d_++]);
+  }
+
+  // The mask's true count is only known from the observed output, so take the size from there.
+  void bool_mask(const Value& i) {
+    c_.notes.push_back(fmt::format("{}: boolean mask index is data-dependent -> UNKNOWN", c_.call.op));
+    int64_t size = 0;
+    for (const auto& o : c_.call.outputs)
+      if (o.is_tensor() && o.rank() > out_.size()) size = o.dims[out_.size()]->value();
+    d_ += std::max<size_t>(1, i.rank());
+    out_.push_back(unknown(size, "DATA"));
+  }
+
+  void advanced(size_t idx, const Value& i) {
+    if (adv_pos_ < 0)
+      adv_pos_ = static_cast<int>(out_.size());
+    else if (last_adv_item_ != static_cast<int>(idx) - 1)
+      adv_split_ = true;
+    last_adv_item_ = static_cast<int>(idx);
+    if (i.is_tensor()) {
+      adv_tensors_.push_back(&i);
+    } else {
+      list_indices_.push_back(Value::make_tensor({constant(static_cast<int64_t>(i.items.size()))}));
+      adv_tensors_.push_back(&list_indices_.back());
+    }
+    ++d_;
+  }
+
+  RuleContext& c_;
+  const Value& t_;
+  size_t consumed_;
+  std::vector<ExprPtr> out_;
+  std::vector<const Value*> adv_tensors_;
+  std::deque<Value> list_indices_;  // stable addresses for list indices seen as 1-D tensors
+  int adv_pos_ = -1;
+  bool adv_split_ = false;
+  int last_adv_item_ = -2;
+  size_t d_ = 0;
+};
+
+// Applies a Python index (int, slice, None, Ellipsis, tensor, list, tuple of those) to a tensor's dims.
+std::vector<ExprPtr> apply_index(RuleContext& c, const Value& t, const Value& index) {
+  const std::vector<const Value*> items = index_items(index);
+  const size_t consumed = consumed_dims(items);
+  if (consumed > t.rank()) mismatch("too many indices");
+  IndexWalk walk(c, t, consumed);
+  for (size_t idx = 0; idx < items.size(); ++idx) walk.step(idx, *items[idx]);
+  return walk.finish();
 }
 
 std::vector<Value> getitem(RuleContext& c) {
@@ -121,7 +178,10 @@ std::vector<Value> getitem(RuleContext& c) {
   mismatch("getitem on a non-tensor");
 }
 
-std::vector<Value> setitem(RuleContext& c) { (void)tensor_at(c, 0, "self"); return {}; }
+std::vector<Value> setitem(RuleContext& c) {
+  (void)tensor_at(c, 0, "self");
+  return {};
+}
 
 std::vector<Value> index_select(RuleContext& c) {
   const Value& t = tensor_at(c, 0, "input");
