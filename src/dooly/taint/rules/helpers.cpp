@@ -87,31 +87,54 @@ std::vector<size_t> dims_at(const RuleContext& c, size_t pos, std::string_view n
   return out;
 }
 
+namespace {
+
+// Dim i counted from the right, or nullptr when the tensor has fewer dims.
+const ExprPtr* dim_from_right(const Value& t, size_t i) { return i < t.rank() ? &t.dims[t.rank() - 1 - i] : nullptr; }
+
+// The broadcast size of dim i from the right: the last size other than 1, or 1.
+int64_t broadcast_size(const std::vector<const Value*>& tensors, size_t i) {
+  int64_t size = 1;
+  for (const auto* t : tensors) {
+    const ExprPtr* d = dim_from_right(*t, i);
+    if (d && (*d)->value() != 1) size = (*d)->value();
+  }
+  return size;
+}
+
+// The label of dim i from the right: the first labelled partner of the broadcast size, else the first
+// partner of that size, else a constant. Partners with a different label kind are a conflict, noted.
+ExprPtr broadcast_label(RuleContext& c, const std::vector<const Value*>& tensors, size_t i) {
+  const int64_t size = broadcast_size(tensors, i);
+  ExprPtr chosen, first;
+  for (const auto* t : tensors) {
+    const ExprPtr* pd = dim_from_right(*t, i);
+    if (!pd || (*pd)->value() != size) continue;
+    const ExprPtr& d = *pd;
+    if (!first) first = d;
+    if (d->kind() == Kind::none) continue;
+    if (!chosen) {
+      chosen = d;
+      continue;
+    }
+    if (chosen->kind() != d->kind()) {
+      ++c.conflicts;
+      c.notes.push_back(
+          fmt::format("{}: broadcast partners of size {} disagree: '{}' ({}) vs '{}' ({}); kept the first", c.call.op,
+                      size, chosen->text(), to_string(chosen->kind()), d->text(), to_string(d->kind())));
+    }
+  }
+  if (chosen) return chosen;
+  return first ? first : constant(size);
+}
+
+}  // namespace
+
 std::vector<ExprPtr> broadcast(RuleContext& c, const std::vector<const Value*>& tensors) {
   size_t rank = 0;
-  for (auto* t : tensors) rank = std::max(rank, t->rank());
+  for (const auto* t : tensors) rank = std::max(rank, t->rank());
   std::vector<ExprPtr> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t size = 1;
-    for (auto* t : tensors)
-      if (i < t->rank() && t->dims[t->rank() - 1 - i]->value() != 1) size = t->dims[t->rank() - 1 - i]->value();
-    ExprPtr chosen, first;
-    for (auto* t : tensors) {
-      if (i >= t->rank()) continue;
-      const ExprPtr& d = t->dims[t->rank() - 1 - i];
-      if (d->value() != size) continue;
-      if (!first) first = d;
-      if (d->kind() == Kind::none) continue;
-      if (!chosen) { chosen = d; continue; }
-      if (chosen->kind() != d->kind()) {
-        ++c.conflicts;
-        c.notes.push_back(fmt::format("{}: broadcast partners of size {} disagree: '{}' ({}) vs '{}' ({}); kept the first",
-                                      c.call.op, size, chosen->text(), to_string(chosen->kind()), d->text(),
-                                      to_string(d->kind())));
-      }
-    }
-    out[rank - 1 - i] = chosen ? chosen : (first ? first : constant(size));
-  }
+  for (size_t i = 0; i < rank; ++i) out[rank - 1 - i] = broadcast_label(c, tensors, i);
   return out;
 }
 
@@ -124,10 +147,10 @@ namespace dooly::taint {
 
 RuleRegistry default_rules() {
   RuleRegistry r;
-  for (rules::Registrar reg : {rules::register_factory, rules::register_view, rules::register_matmul,
-                               rules::register_concat, rules::register_index, rules::register_elementwise,
-                               rules::register_reduce, rules::register_permute, rules::register_embedding,
-                               rules::register_attention, rules::register_query})
+  for (rules::Registrar reg :
+       {rules::register_factory, rules::register_view, rules::register_matmul, rules::register_concat,
+        rules::register_index, rules::register_elementwise, rules::register_reduce, rules::register_permute,
+        rules::register_embedding, rules::register_attention, rules::register_query})
     reg(r);
   return r;
 }
