@@ -43,22 +43,33 @@ std::vector<Value> add_product(RuleContext& c) {
   return {tensor(matmul_dims(c, tensor_at(c, 1, "batch1"), tensor_at(c, 2, "batch2")))};
 }
 
-std::vector<Value> einsum(RuleContext& c) {
+// The equation without spaces; only the explicit form "ab,bc->ac" without '...' is supported.
+std::string einsum_equation(const RuleContext& c) {
   const Value* eq = c.call.arg(0, "equation");
   if (!eq || eq->type != Value::Type::string) mismatch("einsum without an equation");
   std::string s;
-  for (char ch : eq->text) if (ch != ' ') s += ch;
-  const auto arrow = s.find("->");
-  if (arrow == std::string::npos || s.find("...") != std::string::npos) mismatch("einsum needs an explicit '->' and no '...'");
-  std::vector<const Value*> ts = c.call.tensor_args();
+  for (char ch : eq->text)
+    if (ch != ' ') s += ch;
+  if (s.find("->") == std::string::npos || s.find("...") != std::string::npos)
+    mismatch("einsum needs an explicit '->' and no '...'");
+  return s;
+}
+
+// The comma-separated input subscripts before the arrow.
+std::vector<std::string> einsum_inputs(const std::string& s, size_t arrow) {
   std::vector<std::string> ins;
-  for (size_t p = 0, q; p <= arrow; p = q + 1) {
+  for (size_t p = 0, q = 0; p <= arrow; p = q + 1) {
     q = s.find(',', p);
     if (q == std::string::npos || q > arrow) q = arrow;
     ins.push_back(s.substr(p, q - p));
     if (q == arrow) break;
   }
-  if (ins.size() != ts.size()) mismatch("einsum operand count");
+  return ins;
+}
+
+// A letter takes the label of its first operand dim, replaced by a later one that is labelled where the
+// first is not, or that is not a broadcast 1 where the first is.
+std::map<char, ExprPtr> einsum_letters(const std::vector<std::string>& ins, const std::vector<const Value*>& ts) {
   std::map<char, ExprPtr> letter;
   for (size_t i = 0; i < ins.size(); ++i) {
     if (ins[i].size() != ts[i]->rank()) mismatch("einsum subscript rank");
@@ -68,6 +79,16 @@ std::vector<Value> einsum(RuleContext& c) {
       if (!l || (l->kind() == Kind::none && x->kind() != Kind::none) || (l->value() == 1 && x->value() != 1)) l = x;
     }
   }
+  return letter;
+}
+
+std::vector<Value> einsum(RuleContext& c) {
+  const std::string s = einsum_equation(c);
+  const auto arrow = s.find("->");
+  const std::vector<const Value*> ts = c.call.tensor_args();
+  const std::vector<std::string> ins = einsum_inputs(s, arrow);
+  if (ins.size() != ts.size()) mismatch("einsum operand count");
+  std::map<char, ExprPtr> letter = einsum_letters(ins, ts);
   std::vector<ExprPtr> out;
   for (char ch : s.substr(arrow + 2)) {
     if (!letter.count(ch)) mismatch(fmt::format("einsum output letter '{}' not in inputs", ch));
