@@ -9,21 +9,25 @@ namespace dooly::taint {
 namespace {
 
 int64_t py_floordiv(int64_t a, int64_t b) {
-  if (b == 0) DOOLY_THROW(InputError, "check the traced code path; a dimension divided by zero", "integer division by zero");
+  if (b == 0)
+    DOOLY_THROW(InputError, "check the traced code path; a dimension divided by zero", "integer division by zero");
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 int64_t py_mod(int64_t a, int64_t b) { return a - py_floordiv(a, b) * b; }
 
-bool atomic(const ExprPtr& e) { return e->op() == ExprOp::sym || e->op() == ExprOp::func ||
-                                       (e->op() == ExprOp::constant && e->value() >= 0); }
+bool atomic(const ExprPtr& e) {
+  return e->op() == ExprOp::sym || e->op() == ExprOp::func || (e->op() == ExprOp::constant && e->value() >= 0);
+}
 std::string paren(const ExprPtr& e) { return atomic(e) ? e->text() : "(" + e->text() + ")"; }
 
 std::string render(ExprOp op, int64_t value, const std::string& name, const std::vector<ExprPtr>& args) {
   switch (op) {
-    case ExprOp::sym: return name;
-    case ExprOp::constant: return std::to_string(value);
+    case ExprOp::sym:
+      return name;
+    case ExprOp::constant:
+      return std::to_string(value);
     case ExprOp::add: {
       std::string s;
       for (size_t i = 0; i < args.size(); ++i) {
@@ -37,12 +41,15 @@ std::string render(ExprOp op, int64_t value, const std::string& name, const std:
       for (size_t i = 0; i < args.size(); ++i) {
         if (i) s += "*";
         s += (args[i]->op() == ExprOp::mul || args[i]->op() == ExprOp::constant || atomic(args[i]))
-                 ? args[i]->text() : "(" + args[i]->text() + ")";
+                 ? args[i]->text()
+                 : "(" + args[i]->text() + ")";
       }
       return s;
     }
-    case ExprOp::floordiv: return paren(args[0]) + "//" + paren(args[1]);
-    case ExprOp::mod: return paren(args[0]) + "%" + paren(args[1]);
+    case ExprOp::floordiv:
+      return paren(args[0]) + "//" + paren(args[1]);
+    case ExprOp::mod:
+      return paren(args[0]) + "%" + paren(args[1]);
     case ExprOp::func: {
       std::string s = name + "(";
       for (size_t i = 0; i < args.size(); ++i) s += (i ? "," : "") + args[i]->text();
@@ -101,19 +108,26 @@ ExprPtr unknown(int64_t value, std::string why) { return node(ExprOp::sym, value
 ExprPtr add(const ExprPtr& a, const ExprPtr& b) {
   std::vector<ExprPtr> terms;
   for (const auto& x : {a, b}) {
-    if (x->op() == ExprOp::add) terms.insert(terms.end(), x->args().begin(), x->args().end());
-    else terms.push_back(x);
+    if (x->op() == ExprOp::add)
+      terms.insert(terms.end(), x->args().begin(), x->args().end());
+    else
+      terms.push_back(x);
   }
   // Merge like terms: sum the coefficients of terms with the same rest.
   int64_t c = 0;
   std::map<std::string, std::pair<int64_t, ExprPtr>> like;
   for (const auto& t : terms) {
     auto [coef, rest] = split_coefficient(t);
-    if (!rest) { c += coef; continue; }
+    if (!rest) {
+      c += coef;
+      continue;
+    }
     const std::string key = rest->text() + "#" + std::to_string(int(rest->kind()));
     auto it = like.find(key);
-    if (it == like.end()) like.emplace(key, std::make_pair(coef, rest));
-    else it->second.first += coef;
+    if (it == like.end())
+      like.emplace(key, std::make_pair(coef, rest));
+    else
+      it->second.first += coef;
   }
   std::vector<ExprPtr> out;
   for (auto& [key, cr] : like)
@@ -136,8 +150,10 @@ ExprPtr mul(const ExprPtr& a, const ExprPtr& b) {
   int64_t c = 1;
   for (const auto& x : {a, b}) {
     for (const auto& f : factors_of(x)) {
-      if (f->op() == ExprOp::constant) c *= f->value();
-      else fs.push_back(f);
+      if (f->op() == ExprOp::constant)
+        c *= f->value();
+      else
+        fs.push_back(f);
     }
   }
   if (c == 0) return constant(0);
@@ -161,25 +177,52 @@ ExprPtr product(const std::vector<ExprPtr>& factors) {
 ExprPtr neg(const ExprPtr& a) { return mul(constant(-1), a); }
 ExprPtr sub(const ExprPtr& a, const ExprPtr& b) { return add(a, neg(b)); }
 
+namespace {
+
+// Multiplies the constant factors into c and appends the others to rest.
+void split_constant(const std::vector<ExprPtr>& factors, int64_t& c, std::vector<ExprPtr>& rest) {
+  for (const auto& f : factors) {
+    if (f->op() == ExprOp::constant)
+      c *= f->value();
+    else
+      rest.push_back(f);
+  }
+}
+
+// Removes the first factor equal to f (same text and kind); false when there is none.
+bool remove_factor(std::vector<ExprPtr>& factors, const ExprPtr& f) {
+  auto it = std::find_if(factors.begin(), factors.end(),
+                         [&](const ExprPtr& x) { return x->text() == f->text() && x->kind() == f->kind(); });
+  if (it == factors.end()) return false;
+  factors.erase(it);
+  return true;
+}
+
+// a/b as numerator and denominator with the common symbolic factors cancelled and the constants reduced
+// when they divide.
+std::pair<ExprPtr, ExprPtr> cancel_common_factors(const ExprPtr& a, const ExprPtr& b) {
+  int64_t cn = 1, cd = 1;
+  std::vector<ExprPtr> rn, den, rd;
+  split_constant(factors_of(a), cn, rn);
+  split_constant(factors_of(b), cd, den);
+  for (const auto& f : den)
+    if (!remove_factor(rn, f)) rd.push_back(f);
+  if (cd != 0 && cn % cd == 0) {
+    cn /= cd;
+    cd = 1;
+  }
+  return {mul(constant(cn), product(rn)), mul(constant(cd), product(rd))};
+}
+
+}  // namespace
+
 ExprPtr floordiv(const ExprPtr& a, const ExprPtr& b) {
   const int64_t v = py_floordiv(a->value(), b->value());
   if (b->op() == ExprOp::constant && b->value() == 1) return a;
   if (a->op() == ExprOp::constant && b->op() == ExprOp::constant) return constant(v);
   // Cancel common factors when the division is exact, so (NUM_TOKS*h)//NUM_TOKS -> h.
   if (b->value() != 0 && a->value() % b->value() == 0) {
-    std::vector<ExprPtr> num = factors_of(a), den = factors_of(b);
-    int64_t cn = 1, cd = 1;
-    std::vector<ExprPtr> rn, rd;
-    for (auto& f : num) (f->op() == ExprOp::constant ? (cn *= f->value(), void()) : rn.push_back(f));
-    for (auto& f : den) {
-      if (f->op() == ExprOp::constant) { cd *= f->value(); continue; }
-      auto it = std::find_if(rn.begin(), rn.end(), [&](const ExprPtr& x) { return x->text() == f->text() && x->kind() == f->kind(); });
-      if (it != rn.end()) rn.erase(it);
-      else rd.push_back(f);
-    }
-    if (cd != 0 && cn % cd == 0) { cn /= cd; cd = 1; }
-    ExprPtr n = mul(constant(cn), product(rn));
-    ExprPtr d = mul(constant(cd), product(rd));
+    auto [n, d] = cancel_common_factors(a, b);
     if (d->op() == ExprOp::constant && d->value() == 1) return n;
     return node(ExprOp::floordiv, v, {n, d});  // exact: n/d == a/b
   }
@@ -223,15 +266,23 @@ ExprPtr value_form(const ExprPtr& e) {
   std::vector<ExprPtr> args;
   for (const auto& a : e->args()) args.push_back(value_form(a));
   switch (e->op()) {
-    case ExprOp::add: { ExprPtr s = constant(0); for (auto& a : args) s = add(s, a); return s; }
-    case ExprOp::mul: return product(args);
-    case ExprOp::floordiv: return floordiv(args[0], args[1]);
-    case ExprOp::mod: return mod(args[0], args[1]);
+    case ExprOp::add: {
+      ExprPtr s = constant(0);
+      for (auto& a : args) s = add(s, a);
+      return s;
+    }
+    case ExprOp::mul:
+      return product(args);
+    case ExprOp::floordiv:
+      return floordiv(args[0], args[1]);
+    case ExprOp::mod:
+      return mod(args[0], args[1]);
     case ExprOp::func: {
       const bool overridden = e->kind() != kind_of_args(e->args());
       return func(e->name(), std::move(args), e->value(), overridden ? std::optional<Kind>(e->kind()) : std::nullopt);
     }
-    default: return e;
+    default:
+      return e;
   }
 }
 
@@ -256,15 +307,18 @@ ExprPtr apply_binary(std::string_view op, const ExprPtr& a, const ExprPtr& b) {
   if (op == "and") return func("and", {a, b}, a->value() & b->value());
   if (op == "or") return func("or", {a, b}, a->value() | b->value());
   if (op == "xor") return func("xor", {a, b}, a->value() ^ b->value());
-  DOOLY_THROW(InputError, "add the operator to apply_binary in src/dooly/taint/expr.cpp", "no taint rule for integer operator '{}'", op);
+  DOOLY_THROW(InputError, "add the operator to apply_binary in src/dooly/taint/expr.cpp",
+              "no taint rule for integer operator '{}'", op);
 }
 
 ExprPtr apply_unary(std::string_view op, const ExprPtr& a) {
   if (op == "neg") return neg(a);
-  if (op == "pos" || op == "int" || op == "index" || op == "trunc" || op == "floor" || op == "ceil" || op == "round") return a;
+  if (op == "pos" || op == "int" || op == "index" || op == "trunc" || op == "floor" || op == "ceil" || op == "round")
+    return a;
   if (op == "abs") return func("abs", {a}, a->value() < 0 ? -a->value() : a->value());
   if (op == "invert") return func("invert", {a}, ~a->value());
-  DOOLY_THROW(InputError, "add the operator to apply_unary in src/dooly/taint/expr.cpp", "no taint rule for integer operator '{}'", op);
+  DOOLY_THROW(InputError, "add the operator to apply_unary in src/dooly/taint/expr.cpp",
+              "no taint rule for integer operator '{}'", op);
 }
 
 }  // namespace dooly::taint
