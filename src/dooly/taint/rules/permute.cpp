@@ -18,6 +18,7 @@ std::vector<Value> permute(RuleContext& c) {
   std::vector<ExprPtr> order = sizes_from(c, 1, "dims");
   if (order.size() != t.rank()) mismatch("permute order has the wrong length");
   std::vector<ExprPtr> out;
+  out.reserve(order.size());
   for (const auto& o : order) out.push_back(t.dims[norm_dim(o->value(), t.rank())]);
   return {tensor(out)};
 }
