@@ -133,71 +133,102 @@ std::string read_failure_fix(int err) {
   return "check the powercap files (`cat /sys/class/powercap/intel-rapl:0/energy_uj`) and dmesg";
 }
 
+namespace {
+
+struct FoundZone {
+  std::string prefix;
+  int n, m;
+  fs::path path;
+};
+
+// Sorted by (prefix, N, M) so that every top-level zone comes before its sub-zones: naming a sub-zone needs the
+// socket of its parent.
+std::vector<FoundZone> list_zone_folders(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<FoundZone> found;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    auto id = parse_zone_id(it->path().filename().string());
+    if (!id) continue;
+    found.push_back({id->prefix, id->n, id->m, it->path()});
+  }
+  if (ec)
+    throw SourceError("rapl", ec.value(), fmt::format("cannot list {}: {}", dir.string(), ec.message()), kNoRaplFix);
+  if (found.empty()) throw SourceError("rapl", 0, fmt::format("no RAPL zone under {}", dir.string()), kNoRaplFix);
+  std::sort(found.begin(), found.end(), [](const FoundZone& a, const FoundZone& b) {
+    return std::tie(a.prefix, a.n, a.m) < std::tie(b.prefix, b.n, b.m);
+  });
+  return found;
+}
+
+Zone read_zone_files(const FoundZone& f) {
+  Zone z;
+  z.dir = f.path.string();
+  z.id = f.path.filename().string();
+  z.kind = read_required(f.path / "name");
+  const std::string max_text = read_required(f.path / "max_energy_range_uj");
+  if (!parse_u64(max_text, z.max_energy_range_uj) || z.max_energy_range_uj == 0)
+    throw SourceError("rapl", EINVAL,
+                      fmt::format("{}/max_energy_range_uj holds '{}', not a positive whole number", z.dir, max_text),
+                      "check the powercap driver (dmesg), or choose another power source with DOOLY_POWER_SOURCE");
+  z.modulus_uj = counter_modulus_uj(z.max_energy_range_uj);
+  return z;
+}
+
+// Socket of each top-level zone (from "package-N"), for naming its sub-zones.
+using SocketMap = std::map<std::pair<std::string, int>, int>;
+
+// Sets z.socket; returns the die number of a "package-N-die-M" top-level zone, else -1.
+int assign_socket(const FoundZone& f, Zone& z, SocketMap& socket_of) {
+  int die = -1;
+  if (f.m < 0) {
+    if (auto pkg = package_number(z.kind, &die)) {
+      z.socket = *pkg;
+      socket_of[{f.prefix, f.n}] = *pkg;
+    }
+  } else {
+    auto it = socket_of.find({f.prefix, f.n});
+    z.socket = it != socket_of.end() ? it->second : f.n;
+  }
+  return die;
+}
+
+// Sets z.domain; returns the channel name before de-duplication.
+std::string classify_zone(Zone& z, int die) {
+  if (package_number(z.kind)) {
+    z.domain = Domain::cpu;
+    return die >= 0 ? fmt::format("cpu{}die{}", z.socket, die) : fmt::format("cpu{}", z.socket);
+  }
+  if (z.kind == "dram") {
+    z.domain = Domain::dram;
+    return z.socket >= 0 ? fmt::format("dram{}", z.socket) : "dram";
+  }
+  if (z.kind == "psys") {
+    z.domain = Domain::node;
+    return "node";
+  }
+  // core, uncore, and whatever a future CPU adds
+  z.domain = Domain::other;
+  std::string clean;
+  for (char c : z.kind) clean += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return z.socket >= 0 ? fmt::format("{}{}", clean, z.socket) : clean;
+}
+
+}  // namespace
+
 std::vector<Zone> discover_zones(const std::string& root) {
   const fs::path dir = fs::path(root) / "sys/class/powercap";
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw SourceError("rapl", ENOENT, fmt::format("no powercap folder {}", dir.string()), kNoRaplFix);
 
-  struct Found {
-    std::string prefix;
-    int n, m;
-    fs::path path;
-  };
-  std::vector<Found> found;
-  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    auto id = parse_zone_id(it->path().filename().string());
-    if (!id) continue;
-    found.push_back({id->prefix, id->n, id->m, it->path()});
-  }
-  if (ec) throw SourceError("rapl", ec.value(), fmt::format("cannot list {}: {}", dir.string(), ec.message()), kNoRaplFix);
-  if (found.empty()) throw SourceError("rapl", 0, fmt::format("no RAPL zone under {}", dir.string()), kNoRaplFix);
-  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-    return std::tie(a.prefix, a.n, a.m) < std::tie(b.prefix, b.n, b.m);
-  });
-
-  // Socket of each top-level zone (from "package-N"), for naming its sub-zones.
-  std::map<std::pair<std::string, int>, int> socket_of;
+  const std::vector<FoundZone> found = list_zone_folders(dir);
+  SocketMap socket_of;
   std::vector<Zone> zones;
   std::set<std::string> names;
-  for (const Found& f : found) {
-    Zone z;
-    z.dir = f.path.string();
-    z.id = f.path.filename().string();
-    z.kind = read_required(f.path / "name");
-    const std::string max_text = read_required(f.path / "max_energy_range_uj");
-    if (!parse_u64(max_text, z.max_energy_range_uj) || z.max_energy_range_uj == 0)
-      throw SourceError("rapl", EINVAL,
-                        fmt::format("{}/max_energy_range_uj holds '{}', not a positive whole number", z.dir, max_text),
-                        "check the powercap driver (dmesg), or choose another power source with DOOLY_POWER_SOURCE");
-    z.modulus_uj = counter_modulus_uj(z.max_energy_range_uj);
-
-    std::string base;
-    int die = -1;
-    if (f.m < 0) {
-      if (auto pkg = package_number(z.kind, &die)) {
-        z.socket = *pkg;
-        socket_of[{f.prefix, f.n}] = *pkg;
-      }
-    } else {
-      auto it = socket_of.find({f.prefix, f.n});
-      z.socket = it != socket_of.end() ? it->second : f.n;
-    }
-    if (package_number(z.kind)) {
-      z.domain = Domain::cpu;
-      base = die >= 0 ? fmt::format("cpu{}die{}", z.socket, die) : fmt::format("cpu{}", z.socket);
-    } else if (z.kind == "dram") {
-      z.domain = Domain::dram;
-      base = z.socket >= 0 ? fmt::format("dram{}", z.socket) : "dram";
-    } else if (z.kind == "psys") {
-      z.domain = Domain::node;
-      base = "node";
-    } else {  // core, uncore, and whatever a future CPU adds
-      z.domain = Domain::other;
-      std::string clean;
-      for (char c : z.kind) clean += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-      base = z.socket >= 0 ? fmt::format("{}{}", clean, z.socket) : clean;
-    }
+  for (const FoundZone& f : found) {
+    Zone z = read_zone_files(f);
+    const int die = assign_socket(f, z, socket_of);
+    const std::string base = classify_zone(z, die);
     z.channel = base;
     for (int k = 2; names.count(z.channel); ++k) z.channel = fmt::format("{}_{}", base, k);
     names.insert(z.channel);
