@@ -16,7 +16,7 @@ using json = nlohmann::json;
 
 // Bounds that keep later arithmetic defined: GPU numbering multiplies sockets by GPUs per socket, and the
 // provider turns microseconds into nanoseconds.
-constexpr int kMaxIndex = 4095;               // sockets, GPUs per socket, GPU numbers
+constexpr int kMaxIndex = 4095;                         // sockets, GPUs per socket, GPU numbers
 constexpr double kMaxTimestampUs = 4503599627370496.0;  // 2^52 us: year 2112
 constexpr double kMaxPowerW = 1e5;
 
@@ -46,17 +46,15 @@ bool number(const json& obj, const char* key, double& out, std::string& error) {
   return true;
 }
 
-}  // namespace
-
-std::optional<Snapshot> parse_power_json(const std::string& text, std::string& error) {
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+// The first object-valued member: Variorum keys the document by host name, which the caller does not know.
+const json* find_host(const json& doc, std::string& error) {
   if (doc.is_discarded()) {
     error = "malformed JSON";
-    return std::nullopt;
+    return nullptr;
   }
   if (!doc.is_object()) {
     error = "the JSON is not an object keyed by host name";
-    return std::nullopt;
+    return nullptr;
   }
   const json* host = nullptr;
   for (const auto& [name, value] : doc.items())
@@ -64,71 +62,67 @@ std::optional<Snapshot> parse_power_json(const std::string& text, std::string& e
       host = &value;
       break;
     }
-  if (!host) {
-    error = "the JSON has no host object";
-    return std::nullopt;
-  }
-  Snapshot snap;
-  auto ts = host->find("timestamp");
-  if (ts == host->end() || !ts->is_number()) {
+  if (!host) error = "the JSON has no host object";
+  return host;
+}
+
+bool parse_timestamp(const json& host, int64_t& timestamp_us, std::string& error) {
+  auto ts = host.find("timestamp");
+  if (ts == host.end() || !ts->is_number()) {
     error = "the host object has no numeric \"timestamp\"";
-    return std::nullopt;
+    return false;
   }
   // Checked as a double before any conversion: a float beyond int64 cast to it is undefined.
   const double ts_us = ts->get<double>();
   if (!(ts_us >= 0 && ts_us <= kMaxTimestampUs)) {
     error = fmt::format("\"timestamp\" is {}, not microseconds since the epoch within [0, 2^52]", ts->dump());
-    return std::nullopt;
+    return false;
   }
-  snap.timestamp_us = ts->is_number_float() ? static_cast<int64_t>(ts_us) : ts->get<int64_t>();
+  timestamp_us = ts->is_number_float() ? static_cast<int64_t>(ts_us) : ts->get<int64_t>();
+  return true;
+}
 
+struct Gpu {
+  int socket, local;
+  double power_w;
+};
+
+// Reads socket_<s>'s "power_gpu_watts" object, if any, into gpus.
+bool read_socket_gpus(int s, const json& obj, std::vector<Gpu>& gpus, std::string& error) {
+  auto g = obj.find("power_gpu_watts");
+  if (g == obj.end()) return true;
+  if (!g->is_object()) {
+    error = fmt::format("\"power_gpu_watts\" of socket_{} is {}, not an object", s, g->dump());
+    return false;
+  }
+  for (const auto& [key, value] : g->items()) {
+    auto k = suffix_number(key, "GPU_");
+    if (!k) continue;
+    if (!value.is_number()) {
+      error = fmt::format("\"{}\" of socket_{} is {}, not a number", key, s, value.dump());
+      return false;
+    }
+    if (value.get<double>() > kMaxPowerW) {
+      error = fmt::format("\"{}\" of socket_{} is {}, above {} W", key, s, value.dump(), kMaxPowerW);
+      return false;
+    }
+    gpus.push_back({s, *k, value.get<double>()});
+  }
+  return true;
+}
+
+// CPU and memory values go straight into snap; GPUs are collected for numbering once all sockets are read.
+bool read_socket(int s, const json& obj, Snapshot& snap, std::vector<Gpu>& gpus, std::string& error) {
   double w = -1.0;
-  error.clear();
-  if (number(*host, "power_node_watts", w, error)) snap.values.push_back({"node", Domain::node, -1, w});
-  if (!error.empty()) return std::nullopt;
+  if (number(obj, "power_cpu_watts", w, error)) snap.values.push_back({fmt::format("cpu{}", s), Domain::cpu, s, w});
+  if (!error.empty()) return false;
+  if (number(obj, "power_mem_watts", w, error)) snap.values.push_back({fmt::format("dram{}", s), Domain::dram, s, w});
+  if (!error.empty()) return false;
+  return read_socket_gpus(s, obj, gpus, error);
+}
 
-  double gpus_per_socket = 0;
-  number(*host, "num_gpus_per_socket", gpus_per_socket, error);
-  error.clear();
-  if (!(gpus_per_socket >= 0 && gpus_per_socket <= kMaxIndex)) gpus_per_socket = 0;  // unusable: the GPUs' own numbers decide
-
-  std::map<int, const json*> sockets;
-  for (const auto& [name, value] : host->items())
-    if (auto s = suffix_number(name, "socket_"); s && value.is_object()) sockets[*s] = &value;
-
-  struct Gpu {
-    int socket, local;
-    double power_w;
-  };
-  std::vector<Gpu> gpus;
-  for (const auto& [s, obj] : sockets) {
-    if (number(*obj, "power_cpu_watts", w, error))
-      snap.values.push_back({fmt::format("cpu{}", s), Domain::cpu, s, w});
-    if (!error.empty()) return std::nullopt;
-    if (number(*obj, "power_mem_watts", w, error))
-      snap.values.push_back({fmt::format("dram{}", s), Domain::dram, s, w});
-    if (!error.empty()) return std::nullopt;
-    auto g = obj->find("power_gpu_watts");
-    if (g == obj->end()) continue;
-    if (!g->is_object()) {
-      error = fmt::format("\"power_gpu_watts\" of socket_{} is {}, not an object", s, g->dump());
-      return std::nullopt;
-    }
-    for (const auto& [key, value] : g->items()) {
-      auto k = suffix_number(key, "GPU_");
-      if (!k) continue;
-      if (!value.is_number()) {
-        error = fmt::format("\"{}\" of socket_{} is {}, not a number", key, s, value.dump());
-        return std::nullopt;
-      }
-      if (value.get<double>() > kMaxPowerW) {
-        error = fmt::format("\"{}\" of socket_{} is {}, above {} W", key, s, value.dump(), kMaxPowerW);
-        return std::nullopt;
-      }
-      gpus.push_back({s, *k, value.get<double>()});
-    }
-  }
-  // Variorum numbers GPUs per node; if the numbers repeat across sockets they are per socket: make them global.
+// Variorum numbers GPUs per node; if the numbers repeat across sockets they are per socket: make them global.
+void append_gpus(const std::vector<Gpu>& gpus, double gpus_per_socket, Snapshot& snap) {
   std::set<int> seen;
   bool repeated = false;
   for (const Gpu& g : gpus) repeated |= !seen.insert(g.local).second;
@@ -141,6 +135,36 @@ std::optional<Snapshot> parse_power_json(const std::string& text, std::string& e
   }
   std::sort(numbered.begin(), numbered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [index, v] : numbered) snap.values.push_back(std::move(v));
+}
+
+}  // namespace
+
+std::optional<Snapshot> parse_power_json(const std::string& text, std::string& error) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json* host = find_host(doc, error);
+  if (!host) return std::nullopt;
+  Snapshot snap;
+  if (!parse_timestamp(*host, snap.timestamp_us, error)) return std::nullopt;
+
+  double w = -1.0;
+  error.clear();
+  if (number(*host, "power_node_watts", w, error)) snap.values.push_back({"node", Domain::node, -1, w});
+  if (!error.empty()) return std::nullopt;
+
+  double gpus_per_socket = 0;
+  number(*host, "num_gpus_per_socket", gpus_per_socket, error);
+  error.clear();
+  if (!(gpus_per_socket >= 0 && gpus_per_socket <= kMaxIndex))
+    gpus_per_socket = 0;  // unusable: the GPUs' own numbers decide
+
+  std::map<int, const json*> sockets;
+  for (const auto& [name, value] : host->items())
+    if (auto s = suffix_number(name, "socket_"); s && value.is_object()) sockets[*s] = &value;
+
+  std::vector<Gpu> gpus;
+  for (const auto& [s, obj] : sockets)
+    if (!read_socket(s, *obj, snap, gpus, error)) return std::nullopt;
+  append_gpus(gpus, gpus_per_socket, snap);
   error.clear();
   return snap;
 }
