@@ -24,14 +24,22 @@ constexpr size_t kMaxSampleBuffer = 1 << 16;
 
 double value_as_double(int type, const Value& v) noexcept {
   switch (type) {
-    case kValueDouble: return v.dVal;
-    case kValueUnsignedInt: return static_cast<double>(v.uiVal);
-    case kValueUnsignedLong: return static_cast<double>(v.ulVal);
-    case kValueUnsignedLongLong: return static_cast<double>(v.ullVal);
-    case kValueSignedLongLong: return static_cast<double>(v.sllVal);
-    case kValueSignedInt: return static_cast<double>(v.siVal);
-    case kValueUnsignedShort: return static_cast<double>(v.usVal);
-    default: return static_cast<double>(v.uiVal);
+    case kValueDouble:
+      return v.dVal;
+    case kValueUnsignedInt:
+      return static_cast<double>(v.uiVal);
+    case kValueUnsignedLong:
+      return static_cast<double>(v.ulVal);
+    case kValueUnsignedLongLong:
+      return static_cast<double>(v.ullVal);
+    case kValueSignedLongLong:
+      return static_cast<double>(v.sllVal);
+    case kValueSignedInt:
+      return static_cast<double>(v.siVal);
+    case kValueUnsignedShort:
+      return static_cast<double>(v.usVal);
+    default:
+      return static_cast<double>(v.uiVal);
   }
 }
 
@@ -40,6 +48,41 @@ struct Target {
   Device handle = nullptr;
   std::string pci_bus_id;
 };
+
+// Ordinals count after CUDA_VISIBLE_DEVICES: reject those out of range or listed twice before opening any GPU.
+void check_ordinals(const std::vector<int>& ordinals, size_t visible) {
+  for (size_t i = 0; i < ordinals.size(); ++i) {
+    const int o = ordinals[i];
+    if (o < 0 || static_cast<size_t>(o) >= visible)
+      DOOLY_THROW(InputError,
+                  fmt::format("ask for CUDA devices 0..{} (ordinals count after CUDA_VISIBLE_DEVICES)", visible - 1),
+                  "CUDA device {} does not exist: {} GPU(s) are visible to CUDA", o, visible);
+    if (std::count(ordinals.begin(), ordinals.end(), o) > 1)
+      DOOLY_THROW(InputError, "list each GPU once", "CUDA device {} is requested twice", o);
+  }
+}
+
+// With libcuda's PCI bus ids the handle is exact; without, CUDA_VISIBLE_DEVICES was mapped to NVML indices.
+Target open_target(const Library& lib, int o, const CudaDevices& cuda, const std::vector<unsigned>& index_map) {
+  const Api& api = lib.api();
+  Target t;
+  t.ordinal = o;
+  if (cuda.from_libcuda) {
+    t.pci_bus_id = cuda.pci_bus_ids[static_cast<size_t>(o)];
+    if (Return rc = api.device_get_handle_by_pci_bus_id_v2(t.pci_bus_id.c_str(), &t.handle); rc != kSuccess)
+      throw lib.error(rc, "nvmlDeviceGetHandleByPciBusId_v2", fmt::format("CUDA device {} (PCI {})", o, t.pci_bus_id));
+    return t;
+  }
+  const unsigned index = index_map[static_cast<size_t>(o)];
+  if (Return rc = api.device_get_handle_by_index_v2(index, &t.handle); rc != kSuccess)
+    throw lib.error(rc, "nvmlDeviceGetHandleByIndex_v2", fmt::format("CUDA device {} (NVML {})", o, index));
+  PciInfo pci{};
+  if (api.device_get_pci_info_v3 && api.device_get_pci_info_v3(t.handle, &pci) == kSuccess) {
+    pci.busId[sizeof pci.busId - 1] = '\0';
+    t.pci_bus_id = pci.busId;
+  }
+  return t;
+}
 
 std::vector<Target> select_targets(const Library& lib, const std::vector<int>& wanted) {
   const Api& api = lib.api();
@@ -72,47 +115,41 @@ std::vector<Target> select_targets(const Library& lib, const std::vector<int>& w
   std::vector<int> ordinals = wanted;
   if (ordinals.empty())
     for (size_t i = 0; i < visible; ++i) ordinals.push_back(static_cast<int>(i));
-  for (size_t i = 0; i < ordinals.size(); ++i) {
-    const int o = ordinals[i];
-    if (o < 0 || static_cast<size_t>(o) >= visible)
-      DOOLY_THROW(InputError,
-                  fmt::format("ask for CUDA devices 0..{} (ordinals count after CUDA_VISIBLE_DEVICES)", visible - 1),
-                  "CUDA device {} does not exist: {} GPU(s) are visible to CUDA", o, visible);
-    if (std::count(ordinals.begin(), ordinals.end(), o) > 1)
-      DOOLY_THROW(InputError, "list each GPU once", "CUDA device {} is requested twice", o);
-  }
+  check_ordinals(ordinals, visible);
 
   std::vector<Target> targets;
-  for (int o : ordinals) {
-    Target t;
-    t.ordinal = o;
-    if (cuda.from_libcuda) {
-      t.pci_bus_id = cuda.pci_bus_ids[static_cast<size_t>(o)];
-      if (Return rc = api.device_get_handle_by_pci_bus_id_v2(t.pci_bus_id.c_str(), &t.handle); rc != kSuccess)
-        throw lib.error(rc, "nvmlDeviceGetHandleByPciBusId_v2",
-                        fmt::format("CUDA device {} (PCI {})", o, t.pci_bus_id));
-    } else {
-      const unsigned index = index_map[static_cast<size_t>(o)];
-      if (Return rc = api.device_get_handle_by_index_v2(index, &t.handle); rc != kSuccess)
-        throw lib.error(rc, "nvmlDeviceGetHandleByIndex_v2", fmt::format("CUDA device {} (NVML {})", o, index));
-      PciInfo pci{};
-      if (api.device_get_pci_info_v3 && api.device_get_pci_info_v3(t.handle, &pci) == kSuccess) {
-        pci.busId[sizeof pci.busId - 1] = '\0';
-        t.pci_bus_id = pci.busId;
-      }
-    }
-    targets.push_back(std::move(t));
-  }
+  targets.reserve(ordinals.size());
+  for (int o : ordinals) targets.push_back(open_target(lib, o, cuda, index_map));
   return targets;
+}
+
+// The driver returns samples unordered and may repeat ones already seen: hand on only the newer ones, oldest
+// first. Returns the newest stamp seen (last_seen_us if none is newer).
+template <class EmitSample>
+unsigned long long emit_fresh_samples(std::vector<Sample>& buffer, unsigned n, unsigned long long last_seen_us,
+                                      EmitSample&& emit_sample) {
+  std::sort(buffer.begin(), buffer.begin() + n,
+            [](const Sample& a, const Sample& b) { return a.timeStamp < b.timeStamp; });
+  unsigned long long newest = last_seen_us;
+  for (unsigned k = 0; k < n; ++k) {
+    const Sample& smp = buffer[k];
+    if (smp.timeStamp <= last_seen_us) continue;
+    emit_sample(smp);
+    newest = std::max(newest, smp.timeStamp);
+  }
+  return newest;
 }
 
 }  // namespace
 
 std::string_view to_string(Mode m) noexcept {
   switch (m) {
-    case Mode::samples: return "samples";
-    case Mode::instant: return "instant";
-    case Mode::average: return "average";
+    case Mode::samples:
+      return "samples";
+    case Mode::instant:
+      return "instant";
+    case Mode::average:
+      return "average";
   }
   return "?";
 }
@@ -190,8 +227,8 @@ NvmlSession::NvmlSession(const Options& options) {
     ch.domain = Domain::gpu;
     ch.device = t.ordinal;
     ch.sensor = sensor_model(gpu.mode);
-    ch.sensor.description = fmt::format("{} [PCI {}]: {}", name, t.pci_bus_id.empty() ? "?" : t.pci_bus_id,
-                                        ch.sensor.description);
+    ch.sensor.description =
+        fmt::format("{} [PCI {}]: {}", name, t.pci_bus_id.empty() ? "?" : t.pci_bus_id, ch.sensor.description);
     channels_.push_back(std::move(ch));
     gpus_.push_back(std::move(gpu));
   }
@@ -235,7 +272,8 @@ Mode NvmlSession::choose_mode(Gpu& gpu, const std::string& subject, std::optiona
       if (!tried.empty()) log::info("nvml: {}: {}; reading '{}'", subject, tried, to_string(m));
       return m;
     }
-    if (rc != kErrorNotSupported) throw lib_->error(rc, fmt::format("probing the '{}' read mode", to_string(m)), subject);
+    if (rc != kErrorNotSupported)
+      throw lib_->error(rc, fmt::format("probing the '{}' read mode", to_string(m)), subject);
     tried += fmt::format("{}'{}' not supported", tried.empty() ? "" : ", ", to_string(m));
   }
   if (forced)
@@ -252,7 +290,8 @@ Return NvmlSession::size_sample_buffer(Gpu& gpu) const {
   unsigned count = 0;
   const Return rc = lib_->api().device_get_samples(gpu.handle, kTotalPowerSamples, 0, &type, &count, nullptr);
   if (rc != kSuccess && rc != kErrorNotFound) return rc;
-  const size_t want = std::min<size_t>(kMaxSampleBuffer, std::max<size_t>(count, kMinSampleBuffer) + gpu.buffer.size() / 2);
+  const size_t want =
+      std::min<size_t>(kMaxSampleBuffer, std::max<size_t>(count, kMinSampleBuffer) + gpu.buffer.size() / 2);
   if (gpu.buffer.size() < want) gpu.buffer.resize(want);
   return kSuccess;
 }
@@ -286,17 +325,10 @@ Return NvmlSession::read(uint32_t i, std::vector<Reading>& out, const char*& cal
         }
         if (rc != kSuccess) return rc;
         n = std::min<unsigned>(n, static_cast<unsigned>(g.buffer.size()));
-        std::sort(g.buffer.begin(), g.buffer.begin() + n,
-                  [](const Sample& a, const Sample& b) { return a.timeStamp < b.timeStamp; });
-        unsigned long long newest = g.last_seen_us;
-        for (unsigned k = 0; k < n; ++k) {
-          const Sample& smp = g.buffer[k];
-          if (smp.timeStamp <= g.last_seen_us) continue;
+        g.last_seen_us = emit_fresh_samples(g.buffer, n, g.last_seen_us, [&](const Sample& smp) {
           emit(out, i, clock_.steady_ns(static_cast<int64_t>(smp.timeStamp)),
                value_as_double(type, smp.sampleValue) / 1000.0);
-          newest = std::max(newest, smp.timeStamp);
-        }
-        g.last_seen_us = newest;
+        });
         return kSuccess;
       }
       return kErrorInsufficientSize;
