@@ -625,3 +625,47 @@ TEST(Attributor, RunEnergyToTheRunsEndIsExactWhenEventsGoOnPastIt) {
 
 }  // namespace
 }  // namespace dooly::energy
+
+namespace dooly::energy {
+namespace {
+
+// Window times add up per key; overlapping windows (a section opened on many threads at once) can sum to more
+// than int64 holds although no single span does. The sum saturates (UBSan reports the overflow it replaced).
+TEST(Attributor, TimeSumsOfOverlappingWindowsSaturateInsteadOfOverflowing) {
+  Feed run({gpu(0)});
+  run.attr->begin_run(0);
+  constexpr int64_t kSpan = int64_t{1} << 52;  // the widest span a recording may hold
+  run.attr->add_reading({0, 0, 100.0});
+  run.attr->add_reading({0, kSpan, 100.0});
+  const KeyId k = run.keys.intern("io", Kind::section);
+  for (uint32_t i = 0; i < 3000; ++i) run.attr->add_event({0, k, i, -1, true, 0});
+  for (uint32_t i = 0; i < 3000; ++i) run.attr->add_event({kSpan, k, i, -1, false, 0});
+  const Report rep = run.attr->finish(kSpan);
+  const RegionRow& r = row(rep.channels[0], "io");
+  EXPECT_EQ(r.calls, 3000u);
+  EXPECT_DOUBLE_EQ(r.time_s, static_cast<double>(INT64_MAX) * 1e-9);
+}
+
+// 100,000 windows nested in one another on one thread: each closes its parent's stretch and later hands its
+// tally to it, so the work per event does not grow with the depth (it used to: every stretch was added to every
+// enclosing window, 5e9 additions here). The figures stay exact: each window's inclusive time is known.
+TEST(Attributor, DeepNestingCostsNoMorePerEventThanShallow) {
+  Feed run({gpu(0)});
+  run.attr->begin_run(0);
+  constexpr int kDepth = 100'000;
+  run.attr->add_reading({0, 0, 100.0});
+  run.attr->add_reading({0, 2 * kDepth * kUs + kSec, 100.0});
+  const KeyId k = run.keys.intern("r", Kind::region);
+  for (int i = 0; i < kDepth; ++i) run.attr->add_event({i * kUs, k, 0, -1, true, flags::nested});
+  for (int i = kDepth - 1; i >= 0; --i) run.attr->add_event({(2 * kDepth - i) * kUs, k, 0, -1, false, flags::nested});
+  const Report rep = run.attr->finish(2 * kDepth * kUs + kSec);
+  const RegionRow& r = row(rep.channels[0], "r");
+  EXPECT_EQ(r.calls, static_cast<uint64_t>(kDepth));
+  // Window i spans [i, 2 kDepth - i) us: the sum over i is kDepth^2 + kDepth us.
+  EXPECT_NEAR(r.time_s, (static_cast<double>(kDepth) * kDepth + kDepth) * 1e-6, 1e-6);
+  EXPECT_NEAR(r.energy_j, 100.0 * r.time_s, 1e-6 * r.energy_j);
+  EXPECT_EQ(rep.unmatched_events, 0u);
+}
+
+}  // namespace
+}  // namespace dooly::energy

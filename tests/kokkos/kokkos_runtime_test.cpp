@@ -123,11 +123,11 @@ TEST_F(KokkosRuntime, ConnectorReportsEveryKernelRegionSectionAndCopyWithExactCa
   EXPECT_GT(table, r.out.find("kokkos_app:"));
 
   ASSERT_TRUE(fs::exists(dir_ / "run.csv"));
-  EXPECT_EQ(slurp(dir_ / "run.csv").rfind("# dooly-energy-csv v1\n", 0), 0u);
+  EXPECT_EQ(slurp(dir_ / "run.csv").rfind("# dooly-energy-csv v2\n", 0), 0u);
   std::ifstream in(dir_ / "run.json");
   ASSERT_TRUE(in.good());
   const json j = json::parse(in);
-  EXPECT_EQ(j.at("version"), 1);
+  EXPECT_EQ(j.at("version"), 2);
   EXPECT_EQ(j.at("tool"), "dooly");
   EXPECT_EQ(j.at("backend"), "replay");
   EXPECT_EQ(j.at("events_dropped"), 0);

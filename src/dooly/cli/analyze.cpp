@@ -26,11 +26,15 @@ void run_analyze(const AnalyzeArgs& a) {
   o.attribution.model = !a.no_model;
   if (a.window_ms) o.sensor_window_ns = static_cast<int64_t>(*a.window_ms * 1e6);
   if (a.delay_ms) o.sensor_delay_ns = static_cast<int64_t>(*a.delay_ms * 1e6);
+  // Output paths are checked before the work, so a bad one is one line up front, not after the table.
+  if (!a.csv.empty()) energy::check_writable(a.csv);
+  if (!a.json.empty()) energy::check_writable(a.json);
   const energy::Recording rec = energy::read_recording(a.recording);
   const energy::Report report = energy::analyze_recording(rec, o);
-  std::fputs(energy::format_table(report).c_str(), stdout);
+  const std::string table = energy::format_table(report);
   if (!a.csv.empty()) energy::write_file_atomic(a.csv, energy::to_csv(report));
-  if (!a.json.empty()) energy::write_file_atomic(a.json, energy::to_json(report).dump(2) + "\n");
+  if (!a.json.empty()) energy::write_file_atomic(a.json, energy::to_json_text(report));
+  std::fputs(table.c_str(), stdout);
 }
 
 void setup_analyze(CLI::App& app) {
@@ -38,9 +42,12 @@ void setup_analyze(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("analyze", "Re-attribute energy from a recorded run (DOOLY_RECORD) offline");
   cmd->add_option("recording", args->recording, "a dooly recording (# dooly-recording v1)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--mode", args->mode, "which attribution the table leads with")->check(CLI::IsMember({"trapezoid", "model"}));
-  cmd->add_option("--baseline-w", args->baseline_w, "idle power to subtract (default: measured from quiet readings)");
-  cmd->add_option("--sensor-window-ms", args->window_ms, "the sensor's averaging window (model mode)");
-  cmd->add_option("--sensor-delay-ms", args->delay_ms, "the sensor's lag (model mode)");
+  cmd->add_option("--baseline-w", args->baseline_w, "idle power to subtract (default: measured from quiet readings)")
+      ->check(CLI::Range(0.0, 1e5));
+  // Bounded as the recording format bounds a channel's sensor times (60 s).
+  cmd->add_option("--sensor-window-ms", args->window_ms, "the sensor's averaging window (model mode)")
+      ->check(CLI::Range(0.0, 60000.0));
+  cmd->add_option("--sensor-delay-ms", args->delay_ms, "the sensor's lag (model mode)")->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--csv", args->csv, "also write the report as CSV here");
   cmd->add_option("--json", args->json, "also write the report as JSON here");
   cmd->add_flag("--no-model", args->no_model, "skip the model fit");

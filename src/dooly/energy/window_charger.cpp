@@ -10,6 +10,12 @@ namespace {
 constexpr uint32_t kDenseLimit = 4096;  // thread ids below this index a vector, larger ones a map
 constexpr size_t kMaxEndSearch = 256;   // an end looks this deep for its window (deeper: unmatched)
 
+// Sums of window times saturate instead of overflowing: overlapping windows (sections on many threads, a key
+// nested in itself) can add up to more than int64 holds, though no single span can.
+inline void add_ns(int64_t& sum, int64_t ns) {
+  if (__builtin_add_overflow(sum, ns, &sum)) sum = ns > 0 ? INT64_MAX : INT64_MIN;
+}
+
 void copy_energies(std::vector<double>& dst, const double* src, size_t n) {
   if (dst.size() != n) dst.resize(n);
   std::copy(src, src + n, dst.data());
@@ -55,11 +61,11 @@ int64_t WindowCharger::overlap_ns(KeyId outer, KeyId inner) const {
 void WindowCharger::charge(KeyTotals& t, size_t c, int64_t dt, double de, int64_t seg_dt, double seg_de,
                            bool extrapolated) const {
   if (seg_dt > 0) {
-    t.excl_time_ns += seg_dt;
+    add_ns(t.excl_time_ns, seg_dt);
     t.excl_energy_j += seg_de;
   }
   ++t.calls;
-  t.time_ns += dt;
+  add_ns(t.time_ns, dt);
   t.energy_j += de;
   if (dt < channels_[c].update_ns) ++t.short_windows;
   if (extrapolated) ++t.extrapolated;
@@ -77,7 +83,7 @@ void WindowCharger::close_stretch(FrameStack& stack, int64_t t, const double* e)
   for (size_t c = 0; c < n_channels_; ++c) {
     if (!relevant(c, top.device)) continue;
     KeyTotals& tot = totals_of(top.key, c);
-    tot.excl_time_ns += dt;
+    add_ns(tot.excl_time_ns, dt);
     tot.excl_energy_j += e[c] - top.seg_e0[c];
   }
   record_segment(top.key, top.device, top.seg_t0, t, stack);
@@ -115,9 +121,9 @@ void WindowCharger::add_overlaps(KeyId outer, const KeyTally& inner) {
   inner.for_each([&](KeyId key, int64_t ns) {
     if (key == outer) {
       if (key >= self_overlap_ns_.size()) self_overlap_ns_.resize(static_cast<size_t>(key) + 1, 0);
-      self_overlap_ns_[key] += ns;
+      add_ns(self_overlap_ns_[key], ns);
     } else {
-      overlap_ns_[(static_cast<uint64_t>(outer) << 32) | key] += ns;
+      add_ns(overlap_ns_[(static_cast<uint64_t>(outer) << 32) | key], ns);
     }
   });
 }
@@ -180,7 +186,7 @@ void WindowCharger::nested_window(const Event& begin, int64_t t_end, const doubl
   if (dt > 0 && model_) {
     record_segment(begin.key, begin.device, begin.t_ns, t_end, stack);
     if (begin.key >= self_overlap_ns_.size()) self_overlap_ns_.resize(static_cast<size_t>(begin.key) + 1, 0);
-    self_overlap_ns_[begin.key] += dt;
+    add_ns(self_overlap_ns_[begin.key], dt);
     if (!outermost) stack.back().inner.add(begin.key, dt);
   }
   resume_parent(stack, t_end, e1);
@@ -217,7 +223,7 @@ void WindowCharger::free_event(const Event& ev, const double* e, bool extrapolat
     }
     KeyTotals& t = totals_of(o.key, c);
     ++t.calls;
-    t.time_ns += dt;
+    add_ns(t.time_ns, dt);
     t.energy_j += e[c] - o.e0[c];
     if (dt < channels_[c].update_ns) ++t.short_windows;
     if (extrapolated) ++t.extrapolated;

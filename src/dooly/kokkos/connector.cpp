@@ -393,7 +393,7 @@ void Connector::write_outputs() noexcept {
   if (settings_.output_prefix == "none") return;
   try {
     energy::write_file_atomic(settings_.output_prefix + ".csv", energy::to_csv(report_));
-    energy::write_file_atomic(settings_.output_prefix + ".json", energy::to_json(report_).dump(2) + "\n");
+    energy::write_file_atomic(settings_.output_prefix + ".json", energy::to_json_text(report_));
     log::info("wrote {}.csv and {}.json", settings_.output_prefix, settings_.output_prefix);
   } catch (const std::exception& e) {
     log::error("{}", e.what());
