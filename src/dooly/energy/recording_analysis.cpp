@@ -18,6 +18,24 @@ std::optional<int64_t> meta_int(const Recording& rec, std::string_view key) {
     }
   return std::nullopt;
 }
+
+// The run's bounds obey the same limits as the recording's stamps (recording.hpp). t_first/t_last are
+// INT64_MAX/INT64_MIN for a recording without samples or events.
+void check_run_bounds(int64_t run_start, int64_t run_end, int64_t t_first, int64_t t_last) {
+  namespace lim = recording_limits;
+  for (auto [key, t] : {std::pair<const char*, int64_t>{"run_start_ns", run_start}, {"run_end_ns", run_end}}) {
+    const int64_t lo = std::min({t, t_first == INT64_MAX ? t : t_first}),
+                  hi = std::max({t, t_last == INT64_MIN ? t : t_last});
+    if (t < -lim::max_abs_t_ns || t > lim::max_abs_t_ns || hi - lo > lim::max_span_ns)
+      DOOLY_THROW(InputError, "fix or remove that meta line",
+                  "recording meta '{}' = {} is more than 2^52 ns (52 days) from the recorded times, or not within "
+                  "|t| < 2^62",
+                  key, t);
+  }
+  if (run_end < run_start)
+    DOOLY_THROW(InputError, "fix or remove those meta lines", "recording meta run_end_ns {} is before run_start_ns {}",
+                run_end, run_start);
+}
 }  // namespace
 
 Report analyze_recording(const Recording& rec, const AnalysisOptions& options) {
@@ -50,18 +68,7 @@ Report analyze_recording(const Recording& rec, const AnalysisOptions& options) {
   }
   const int64_t run_start = meta_int(rec, "run_start_ns").value_or(t_first == INT64_MAX ? 0 : t_first);
   const int64_t run_end = meta_int(rec, "run_end_ns").value_or(t_last == INT64_MIN ? 0 : t_last);
-  // The run's bounds obey the same limits as the recording's stamps (recording.hpp).
-  namespace lim = recording_limits;
-  for (auto [key, t] : {std::pair<const char*, int64_t>{"run_start_ns", run_start}, {"run_end_ns", run_end}}) {
-    const int64_t lo = std::min({t, t_first == INT64_MAX ? t : t_first}), hi = std::max({t, t_last == INT64_MIN ? t : t_last});
-    if (t < -lim::max_abs_t_ns || t > lim::max_abs_t_ns || hi - lo > lim::max_span_ns)
-      DOOLY_THROW(InputError, "fix or remove that meta line",
-                  "recording meta '{}' = {} is more than 2^52 ns (52 days) from the recorded times, or not within "
-                  "|t| < 2^62", key, t);
-  }
-  if (run_end < run_start)
-    DOOLY_THROW(InputError, "fix or remove those meta lines", "recording meta run_end_ns {} is before run_start_ns {}",
-                run_end, run_start);
+  check_run_bounds(run_start, run_end, t_first, t_last);
 
   attr.begin_run(run_start);
   for (const auto& c : rec.counters) attr.add_counter(c.channel, c.t_ns, c.energy_j);
