@@ -1,6 +1,7 @@
 #pragma once
 // The slice of the Kokkos Tools C ABI the connector uses, declared here so no Kokkos header is needed
 // (kokkos/kokkos core/src/impl/Kokkos_Profiling_C_Interface.h).
+#include <cstddef>
 #include <cstdint>
 
 extern "C" {
@@ -19,7 +20,17 @@ struct Kokkos_Tools_ToolSettings {
 namespace dooly::kokkos {
 
 // devID bits: top 8 = device type, next 7 = device id (CUDA runtime ordinal), low 17 = instance id.
-enum class DeviceType : uint32_t { serial = 0, openmp = 1, cuda = 2, hip = 3, openmp_target = 4, hpx = 5, threads = 6, sycl = 7, openacc = 8 };
+enum class DeviceType : uint32_t {
+  serial = 0,
+  openmp = 1,
+  cuda = 2,
+  hip = 3,
+  openmp_target = 4,
+  hpx = 5,
+  threads = 6,
+  sycl = 7,
+  openacc = 8
+};
 
 struct DeviceId {
   DeviceType type;
