@@ -32,7 +32,9 @@ struct TensorInfo {
 };
 
 // A non-tensor argument of an op: its position ("0", "1", ...) or keyword, its Python type, its value.
-struct Scalar {
+// The implicit noexcept special members reach nlohmann::json's destructor, which allocates a stack to free deep
+// values: only std::bad_alloc can come out of it, and terminating then is what every json holder does.
+struct Scalar {  // NOLINT(bugprone-exception-escape)
   std::string arg;
   std::string type;  // int | float | bool | str | none | list | other
   nlohmann::json value;
