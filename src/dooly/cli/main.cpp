@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include "dooly/cli/command_registry.hpp"
 #include "dooly/common/error.hpp"
@@ -24,8 +24,8 @@ std::string one_line(const CLI::App* app, const CLI::Error& e) {
     std::vector<std::string> names;
     for (const auto& c : dooly::cli::commands()) names.push_back(c.name);
     std::sort(names.begin(), names.end());  // registration order is the link order
-    what = fmt::format("unknown subcommand '{}' (the subcommands: {})", app->remaining().front(),
-                       fmt::join(names, ", "));
+    what =
+        fmt::format("unknown subcommand '{}' (the subcommands: {})", app->remaining().front(), fmt::join(names, ", "));
   }
   return fmt::format("{}: {} (the flags: `{} --help`)\n", where, what, where);
 }
@@ -34,7 +34,8 @@ std::string one_line(const CLI::App* app, const CLI::Error& e) {
 
 // Exit status: 0 done, 2 bad input (a flag, a file, a store: one line on stderr), 3 a dooly bug; `dooly trace`
 // returns the tracer's own (4: --strict found disagreements).
-int main(int argc, char** argv) {
+// A function-try-block: setting up the subcommands can throw too (std::bad_alloc), before the inner try.
+int main(int argc, char** argv) try {
   CLI::App app{"dooly: what each piece of GPU work costs, in seconds and joules"};
   app.require_subcommand(1);
   app.failure_message(one_line);
@@ -56,4 +57,11 @@ int main(int argc, char** argv) {
     return 3;
   }
   return 0;
+} catch (const std::exception& e) {
+  // fmt::print may throw again here; std::fprintf does not.
+  std::fprintf(stderr, "dooly: unexpected error: %s\n", e.what());
+  return 3;
+} catch (...) {
+  std::fputs("dooly: unexpected error (not a std::exception)\n", stderr);
+  return 3;
 }

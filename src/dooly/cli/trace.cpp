@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 // The repository root holds python/dooly/cli_trace.py; the build folder holds CMakeCache.txt. Both are found
 // by walking up from the executable.
-fs::path find_up(fs::path from, const fs::path& marker) {
+fs::path find_up(const fs::path& from, const fs::path& marker) {
   for (fs::path p = from; !p.empty(); p = p.parent_path()) {
     if (fs::exists(p / marker)) return p;
     if (p == p.parent_path()) break;
@@ -40,7 +40,8 @@ fs::path find_up(fs::path from, const fs::path& marker) {
   const fs::path build = find_up(exe.parent_path(), "CMakeCache.txt");
   std::string python = env::get("DOOLY_PYTHON").value_or((root / ".venv/bin/python").string());
   if (!fs::exists(python))
-    DOOLY_THROW(InputError, "run scripts/setup_python.sh (it creates .venv with torch and transformers), or set DOOLY_PYTHON",
+    DOOLY_THROW(InputError,
+                "run scripts/setup_python.sh (it creates .venv with torch and transformers), or set DOOLY_PYTHON",
                 "the Python environment {} is missing", python);
   std::string pythonpath = (root / "python").string();
   if (!build.empty()) pythonpath += ":" + (build / "python").string();
@@ -50,6 +51,7 @@ fs::path find_up(fs::path from, const fs::path& marker) {
   std::vector<std::string> argv = {python, "-m", "dooly.cli_trace"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
   for (auto& s : argv) cargv.push_back(s.data());
   cargv.push_back(nullptr);
   execv(python.c_str(), cargv.data());
@@ -59,8 +61,8 @@ fs::path find_up(fs::path from, const fs::path& marker) {
 void setup_trace(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "trace", "Trace a serving engine's forward passes with taint-labelled dimensions (flags: dooly trace --help)");
-  cmd->set_help_flag();     // --help too is the tracer's: python -m dooly.cli_trace --help
-  cmd->prefix_command();    // everything after `trace` is forwarded untouched, in order
+  cmd->set_help_flag();   // --help too is the tracer's: python -m dooly.cli_trace --help
+  cmd->prefix_command();  // everything after `trace` is forwarded untouched, in order
   cmd->callback([cmd] { run_trace(cmd->remaining()); });
 }
 
