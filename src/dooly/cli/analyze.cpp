@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "dooly/cli/command_registry.hpp"
+#include "dooly/energy/recording.hpp"
 #include "dooly/energy/recording_analysis.hpp"
 #include "dooly/energy/report_writers.hpp"
-#include "dooly/energy/recording.hpp"
 
 namespace {
 
@@ -40,14 +40,18 @@ void run_analyze(const AnalyzeArgs& a) {
 void setup_analyze(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   CLI::App* cmd = app.add_subcommand("analyze", "Re-attribute energy from a recorded run (DOOLY_RECORD) offline");
-  cmd->add_option("recording", args->recording, "a dooly recording (# dooly-recording v1)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--mode", args->mode, "which attribution the table leads with")->check(CLI::IsMember({"trapezoid", "model"}));
+  cmd->add_option("recording", args->recording, "a dooly recording (# dooly-recording v1)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--mode", args->mode, "which attribution the table leads with")
+      ->check(CLI::IsMember({"trapezoid", "model"}));
   cmd->add_option("--baseline-w", args->baseline_w, "idle power to subtract (default: measured from quiet readings)")
       ->check(CLI::Range(0.0, 1e5));
   // Bounded as the recording format bounds a channel's sensor times (60 s).
   cmd->add_option("--sensor-window-ms", args->window_ms, "the sensor's averaging window (model mode)")
       ->check(CLI::Range(0.0, 60000.0));
-  cmd->add_option("--sensor-delay-ms", args->delay_ms, "the sensor's lag (model mode)")->check(CLI::Range(0.0, 60000.0));
+  cmd->add_option("--sensor-delay-ms", args->delay_ms, "the sensor's lag (model mode)")
+      ->check(CLI::Range(0.0, 60000.0));
   cmd->add_option("--csv", args->csv, "also write the report as CSV here");
   cmd->add_option("--json", args->json, "also write the report as JSON here");
   cmd->add_flag("--no-model", args->no_model, "skip the model fit");

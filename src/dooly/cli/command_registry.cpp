@@ -13,7 +13,8 @@ std::vector<Command>& mutable_commands() {
 
 bool add_command(std::string name, Setup setup) {
   for (const Command& c : mutable_commands())
-    if (c.name == name) DOOLY_THROW(DuplicateError, "give each subcommand its own name", "subcommand '{}' registered twice", name);
+    if (c.name == name)
+      DOOLY_THROW(DuplicateError, "give each subcommand its own name", "subcommand '{}' registered twice", name);
   mutable_commands().push_back({std::move(name), setup});
   return true;
 }

@@ -31,7 +31,9 @@ class InputError : public Error {
 class SourceError : public Error {
  public:
   SourceError(std::string backend, int vendor_code, std::string what, std::string fix = {})
-      : Error(fmt::format("{}: {}", backend, what), std::move(fix)), backend_(std::move(backend)), vendor_code_(vendor_code) {}
+      : Error(fmt::format("{}: {}", backend, what), std::move(fix)),
+        backend_(std::move(backend)),
+        vendor_code_(vendor_code) {}
   const std::string& backend() const noexcept { return backend_; }
   int vendor_code() const noexcept { return vendor_code_; }
 

@@ -16,7 +16,9 @@ bool detect_tsc() noexcept {
     std::string line;
     while (std::getline(cpuinfo, line)) {
       if (line.rfind("flags", 0) != 0) continue;
-      auto has = [&](const char* f) { return (" " + line + " ").find(std::string(" ") + f + " ") != std::string::npos; };
+      auto has = [&](const char* f) {
+        return (" " + line + " ").find(std::string(" ") + f + " ") != std::string::npos;
+      };
       return has("constant_tsc") && has("nonstop_tsc");
     }
   } catch (...) {

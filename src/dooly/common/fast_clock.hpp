@@ -38,8 +38,8 @@ class TickConverter {
  public:
   // A pair (ticks, steady ns) read back to back, as tightly as possible.
   static std::pair<uint64_t, int64_t> read_pair() noexcept;
-  void calibrate() noexcept;          // takes a pair and keeps it with the previous one
-  void calibrate_initial() noexcept;  // two pairs 1 ms apart: a first rate before the sampler's ticks
+  void calibrate() noexcept;                  // takes a pair and keeps it with the previous one
+  void calibrate_initial() noexcept;          // two pairs 1 ms apart: a first rate before the sampler's ticks
   int64_t to_ns(uint64_t t) const noexcept {  // once per event on the sampler thread: inline, no division
     if (!tsc_) return static_cast<int64_t>(t);
     if (pairs_ < 2) return ns1_;  // no rate yet (start() takes two pairs a millisecond apart)

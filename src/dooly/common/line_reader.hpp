@@ -114,8 +114,8 @@ size_t for_each_line(std::istream& in, const std::string& path, OnLine&& on_line
     on_line(no, text);
   }
   if (in.bad())
-    DOOLY_THROW(InputError, "check the disk and the file, then run again", "{}:{}: reading the file failed after line {}",
-                path, no + 1, no);
+    DOOLY_THROW(InputError, "check the disk and the file, then run again",
+                "{}:{}: reading the file failed after line {}", path, no + 1, no);
   return no;
 }
 

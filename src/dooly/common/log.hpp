@@ -17,19 +17,31 @@ void write(Level level, std::string_view message) noexcept;
 
 template <typename... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) noexcept {
-  try { write(Level::warn, fmt::format(f, std::forward<Args>(args)...)); } catch (...) {}
+  try {
+    write(Level::warn, fmt::format(f, std::forward<Args>(args)...));
+  } catch (...) {
+  }
 }
 template <typename... Args>
 void info(fmt::format_string<Args...> f, Args&&... args) noexcept {
-  try { if (threshold() >= Level::info) write(Level::info, fmt::format(f, std::forward<Args>(args)...)); } catch (...) {}
+  try {
+    if (threshold() >= Level::info) write(Level::info, fmt::format(f, std::forward<Args>(args)...));
+  } catch (...) {
+  }
 }
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) noexcept {
-  try { write(Level::error, fmt::format(f, std::forward<Args>(args)...)); } catch (...) {}
+  try {
+    write(Level::error, fmt::format(f, std::forward<Args>(args)...));
+  } catch (...) {
+  }
 }
 template <typename... Args>
 void debug(fmt::format_string<Args...> f, Args&&... args) noexcept {
-  try { if (threshold() >= Level::debug) write(Level::debug, fmt::format(f, std::forward<Args>(args)...)); } catch (...) {}
+  try {
+    if (threshold() >= Level::debug) write(Level::debug, fmt::format(f, std::forward<Args>(args)...));
+  } catch (...) {
+  }
 }
 
 }  // namespace dooly::log

@@ -26,36 +26,39 @@ constexpr SettingSpec spec(std::string_view name, SettingType type, std::string_
 
 constexpr SettingSpec kSpecs[] = {
     spec("POWER_SOURCE", T::choice, "first available of nvml, variorum, rapl", 0, 0, "nvml|variorum|rapl|replay",
-     "where power readings come from"),
-    spec("GPUS", T::list, "every visible GPU", 0, 0, "", "CUDA ordinals to watch, e.g. 0,1 (after CUDA_VISIBLE_DEVICES)"),
+         "where power readings come from"),
+    spec("GPUS", T::list, "every visible GPU", 0, 0, "",
+         "CUDA ordinals to watch, e.g. 0,1 (after CUDA_VISIBLE_DEVICES)"),
     spec("PERIOD_MS", T::number, "500 for NVML's sample buffer (it returns its backlog), else 20", 1, 10'000, "",
-     "sampler period"),
+         "sampler period"),
     spec("MODE", T::choice, "model", 0, 0, "model|trapezoid",
-     "which attribution the table leads with (both are computed; a channel without a model fit shows the trapezoid)"),
+         "which attribution the table leads with (both are computed; a channel without a model fit shows the "
+         "trapezoid)"),
     spec("FIT", T::flag, "1", 0, 0, "", "0 = skip the model fit (the table then shows the trapezoid)"),
     spec("MODEL", T::flag, "1", 0, 0, "", "deprecated name of FIT", false, "FIT"),
     spec("BASELINE_W", T::number, "measured from quiet readings", 0, 1e6, "",
-     "idle power to subtract for J/call (also the model's fixed intercept)"),
-    spec("BASELINE_MS", T::number, "0", 0, 60'000, "", "measure the idle baseline for this long at start (the program waits)"),
+         "idle power to subtract for J/call (also the model's fixed intercept)"),
+    spec("BASELINE_MS", T::number, "0", 0, 60'000, "",
+         "measure the idle baseline for this long at start (the program waits)"),
     spec("OUTPUT", T::text, "dooly-energy-<host>-<pid>", 0, 0, "", "file prefix for .csv and .json; none = no files"),
     spec("TABLE", T::flag, "1", 0, 0, "", "print the table at the end"),
     spec("TABLE_FILE", T::text, "stdout", 0, 0, "", "write the table to this file instead of stdout"),
     spec("RECORD", T::text, "off", 0, 0, "", "write every power reading and window to this file (for `dooly analyze`)"),
     spec("FENCES", T::flag, "0", 0, 0, "",
-     "1 = fences get their own rows; 0 = no rows, and Kokkos is asked to stop calling the fence hooks"),
+         "1 = fences get their own rows; 0 = no rows, and Kokkos is asked to stop calling the fence hooks"),
     spec("SENSOR_WINDOW_MS", T::number, "the backend's", 0, 10'000, "", "the sensor's averaging window (model mode)"),
     spec("SENSOR_DELAY_MS", T::number, "the backend's", 0, 10'000, "", "the sensor's lag (model mode)"),
     spec("MAX_EVENTS", T::whole, "262144", 1024, 67'108'864, "",
-     "window edges buffered per host thread between two sampler ticks (overflow is dropped and counted)"),
+         "window edges buffered per host thread between two sampler ticks (overflow is dropped and counted)"),
     spec("REPLAY_FILE", T::text, "none", 0, 0, "", "the recording the replay source plays"),
     spec("REPLAY_REALTIME", T::flag, "1", 0, 0, "", "replay the recording in real time (0 = all at once)"),
     spec("LOG", T::choice, "warn", 0, 0, "error|warn|info|debug", "what goes to stderr (lines start with dooly:)"),
     spec("NVML_MODE", T::choice, "the best the GPU supports", 0, 0, "samples|instant|average", "how NVML power is read",
-     true),
+         true),
     spec("NVML_LIBRARY", T::text, "libnvidia-ml.so.1", 0, 0, "", "the NVML library to load", true),
     spec("VARIORUM_LIBRARY", T::text, "libvariorum.so", 0, 0, "", "the Variorum library to load", true),
     spec("TSC", T::flag, "1 where the CPU has an invariant time-stamp counter", 0, 0, "",
-     "0 = stamp hooks with steady_clock instead of the CPU's time-stamp counter", true),
+         "0 = stamp hooks with steady_clock instead of the CPU's time-stamp counter", true),
 };
 
 std::string upper(std::string_view s) {
@@ -126,12 +129,18 @@ const SettingSpec* find_setting(std::string_view name) noexcept {
 
 std::string accepted_values(const SettingSpec& s) {
   switch (s.type) {
-    case T::text: return "text";
-    case T::flag: return "1|0";
-    case T::number: return fmt::format("a number in [{}, {}]", num(s.min), num(s.max));
-    case T::whole: return fmt::format("a whole number in [{}, {}]", num(s.min), num(s.max));
-    case T::choice: return std::string(s.choices);
-    case T::list: return "a comma-separated list";
+    case T::text:
+      return "text";
+    case T::flag:
+      return "1|0";
+    case T::number:
+      return fmt::format("a number in [{}, {}]", num(s.min), num(s.max));
+    case T::whole:
+      return fmt::format("a whole number in [{}, {}]", num(s.min), num(s.max));
+    case T::choice:
+      return std::string(s.choices);
+    case T::list:
+      return "a comma-separated list";
   }
   return "?";
 }
@@ -154,9 +163,11 @@ std::string settings_markdown() {
     if (s.environment_only) meaning += " (environment only: read once per process, not a tool argument)";
     std::string accepts = accepted_values(s);
     // A markdown cell: the choices' bars would split it.
-    for (size_t at = accepts.find('|'); at != std::string::npos; at = accepts.find('|', at + 2)) accepts.replace(at, 1, "\\|");
+    for (size_t at = accepts.find('|'); at != std::string::npos; at = accepts.find('|', at + 2))
+      accepts.replace(at, 1, "\\|");
     std::string fallback(s.fallback);
-    for (size_t at = fallback.find('<'); at != std::string::npos; at = fallback.find('<', at)) fallback.replace(at, 1, "&lt;");
+    for (size_t at = fallback.find('<'); at != std::string::npos; at = fallback.find('<', at))
+      fallback.replace(at, 1, "&lt;");
     md += fmt::format("| `{}` | {} | {} | {} |\n", s.name, accepts, fallback, meaning);
   }
   return md;
@@ -176,7 +187,8 @@ void SettingValues::set(const SettingSpec& spec, std::string value, bool from_ar
     case T::number: {
       const auto v = parse_number(value);
       if (!v || *v < spec.min || *v > spec.max)
-        DOOLY_THROW(InputError, fmt::format("{} a number between {} and {}{}", subject, num(spec.min), num(spec.max), unset),
+        DOOLY_THROW(InputError,
+                    fmt::format("{} a number between {} and {}{}", subject, num(spec.min), num(spec.max), unset),
                     "{}='{}' is not a number in [{}, {}]", given, value, num(spec.min), num(spec.max));
       break;
     }
@@ -202,10 +214,9 @@ void SettingValues::set(const SettingSpec& spec, std::string value, bool from_ar
   }
   std::string_view name = spec.name;
   if (!spec.renamed_to.empty()) {
-    warnings_.push_back(fmt::format("{} is deprecated (it is one letter from {}): use {}={}", given,
-                                    from_args ? "mode" : "DOOLY_MODE",
-                                    from_args ? lower(spec.renamed_to) : "DOOLY_" + std::string(spec.renamed_to),
-                                    value));
+    warnings_.push_back(
+        fmt::format("{} is deprecated (it is one letter from {}): use {}={}", given, from_args ? "mode" : "DOOLY_MODE",
+                    from_args ? lower(spec.renamed_to) : "DOOLY_" + std::string(spec.renamed_to), value));
     name = spec.renamed_to;
   }
   values_[std::string(name)] = std::move(value);

@@ -17,7 +17,7 @@ namespace dooly {
 enum class SettingType { text, flag, number, whole, choice, list };
 
 struct SettingSpec {
-  std::string_view name;     // without the DOOLY_ prefix, upper case
+  std::string_view name;  // without the DOOLY_ prefix, upper case
   SettingType type;
   std::string_view fallback;  // the default, in words
   double min = 0, max = 0;    // number and whole: the accepted range, inclusive

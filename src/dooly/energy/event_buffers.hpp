@@ -7,8 +7,8 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -105,7 +105,8 @@ class EventBuffers {
         // The rest as one 8-byte store of a computed word (field by field, the compiler loads the constant
         // bytes from .rodata: one more cache line per hook).
         const uint64_t rest = static_cast<uint64_t>(key) | static_cast<uint64_t>(static_cast<uint16_t>(device)) << 32 |
-                              static_cast<uint64_t>(begin) << 48 | static_cast<uint64_t>(static_cast<uint8_t>(flags)) << 56;
+                              static_cast<uint64_t>(begin) << 48 |
+                              static_cast<uint64_t>(static_cast<uint8_t>(flags)) << 56;
         std::memcpy(reinterpret_cast<char*>(slot) + offsetof(RawEvent, key), &rest, sizeof(rest));
       } else {
         slot->key = key;
@@ -153,8 +154,8 @@ class EventBuffers {
     uint32_t thread;
     RawEvent event;
   };
-  // Consumer (one thread): hands every published event to sink(thread, event) in time order (ticks; ties keep each thread's
-  // order). When only one thread published since the last drain (the usual case) the events go straight from
+  // Consumer (one thread): hands every published event to sink(thread, event) in time order (ticks; ties keep each
+  // thread's order). When only one thread published since the last drain (the usual case) the events go straight from
   // its ring to the sink, without a copy or a sort; else they are gathered in `scratch` and merged.
   template <typename Sink>
   void drain_in_order(std::vector<Drained>& scratch, Sink&& sink) {
@@ -186,7 +187,8 @@ class EventBuffers {
     scratch.clear();
     for (Thread* t : consumer_threads_) take(*t, scratch);
     auto by_ticks = [](const Drained& a, const Drained& b) { return a.event.ticks < b.event.ticks; };
-    if (!std::is_sorted(scratch.begin(), scratch.end(), by_ticks)) std::stable_sort(scratch.begin(), scratch.end(), by_ticks);
+    if (!std::is_sorted(scratch.begin(), scratch.end(), by_ticks))
+      std::stable_sort(scratch.begin(), scratch.end(), by_ticks);
     for (const Drained& d : scratch) sink(d.thread, d.event);
   }
   uint64_t dropped() const noexcept;

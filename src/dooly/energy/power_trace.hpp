@@ -3,8 +3,8 @@
 // the energy up to any covered instant, E(t), is exact; the integral over [a, b] is E(b) - E(a). Queries in time
 // order (the attributor's) cost O(1) through a cursor, others O(log n). Old readings are trimmed, so memory
 // stays bounded however long the run.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 
 #include "dooly/common/fifo.hpp"
 #include "dooly/common/time_math.hpp"
@@ -42,7 +42,7 @@ class PowerTrace {
   struct Point {
     int64_t t_ns;
     double power_w;
-    double energy_j;  // integral from the first reading ever appended up to t_ns
+    double energy_j;        // integral from the first reading ever appended up to t_ns
     double slope_w_per_ns;  // towards the next reading (0 for the last)
     // E(t) for t from here to the next reading: the trapezoid up to the power interpolated at t.
     double integral_to(int64_t t) const noexcept {

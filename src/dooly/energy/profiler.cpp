@@ -10,8 +10,8 @@
 #include "dooly/common/clock.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
-#include "dooly/energy/report.hpp"
 #include "dooly/energy/recording.hpp"
+#include "dooly/energy/report.hpp"
 
 namespace dooly::energy {
 
@@ -44,7 +44,8 @@ ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
         d = std::stoi(item, &pos);
         if (pos != item.size() || d < 0) throw std::invalid_argument(item);
       } catch (const std::exception&) {
-        DOOLY_THROW(InputError, "set DOOLY_GPUS to CUDA ordinals such as 0,1", "DOOLY_GPUS item '{}' is not a GPU ordinal", item);
+        DOOLY_THROW(InputError, "set DOOLY_GPUS to CUDA ordinals such as 0,1",
+                    "DOOLY_GPUS item '{}' is not a GPU ordinal", item);
       }
       o.power.cuda_devices.push_back(d);
     }
@@ -205,8 +206,7 @@ Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> sess
   for (auto& ch : channels_) apply_sensor_overrides(ch, options_.sensor_window_ns, options_.sensor_delay_ns);
   channel_dead_.assign(channels_.size(), false);
   attributor_ = std::make_unique<Attributor>(channels_, keys_, options_.attribution);
-  if (!options_.record_path.empty())
-  {
+  if (!options_.record_path.empty()) {
     recorder_ = std::make_unique<Recorder>(options_.record_path, backend_, channels_);  // throws InputError
     record_ = std::make_unique<RecordBatch>();
   }
@@ -279,15 +279,16 @@ void Profiler::tick(int64_t) noexcept {
     const int64_t complete_ns = converter_.to_ns(ticks());
     attributor_->expect_events(complete_ns);
     // Per event, inlined into the drain loop (a call per event was ~7 % of the sampler's time).
-    buffers_.drain_in_order(drained_, [&](uint32_t thread, const RawEvent& raw) __attribute__((always_inline)) {
-      const Event e{converter_.to_ns(raw.ticks), raw.key, thread, raw.device, raw.begin != 0, raw.flags};
-      attributor_->add_event(e);
-      if (recorder_) {
-        if (e.key >= recorded_keys_.size() || !recorded_keys_[e.key]) [[unlikely]]
-          note_key(e.key);
-        record_->events.push_back(e);
-      }
-    });
+    buffers_.drain_in_order(
+        drained_, [&](uint32_t thread, const RawEvent& raw) __attribute__((always_inline)) {
+          const Event e{converter_.to_ns(raw.ticks), raw.key, thread, raw.device, raw.begin != 0, raw.flags};
+          attributor_->add_event(e);
+          if (recorder_) {
+            if (e.key >= recorded_keys_.size() || !recorded_keys_[e.key]) [[unlikely]]
+              note_key(e.key);
+            record_->events.push_back(e);
+          }
+        });
     attributor_->advance(complete_ns);
     if (recorder_) recorder_->submit(*record_);
   } catch (const std::exception& ex) {
@@ -348,10 +349,11 @@ Report Profiler::stop() {
   if (report.events_dropped > 0) {
     // Said here, on stderr, whatever outputs are on (the table's line is not printed with DOOLY_TABLE=0).
     report.meta.emplace_back("events_dropped", std::to_string(report.events_dropped));
-    log::warn("{} window edges were dropped (the hooks' buffer of {} events per thread filled between two sampler "
-              "ticks): those windows' calls and energy are missing from every figure; raise DOOLY_MAX_EVENTS or "
-              "lower DOOLY_PERIOD_MS",
-              report.events_dropped, buffers_.capacity());
+    log::warn(
+        "{} window edges were dropped (the hooks' buffer of {} events per thread filled between two sampler "
+        "ticks): those windows' calls and energy are missing from every figure; raise DOOLY_MAX_EVENTS or "
+        "lower DOOLY_PERIOD_MS",
+        report.events_dropped, buffers_.capacity());
   }
   if (recorder_) {
     Recorder::Batch b;

@@ -11,22 +11,22 @@
 #include <string_view>
 #include <vector>
 
-#include "dooly/energy/attributor.hpp"
 #include "dooly/common/fast_clock.hpp"
+#include "dooly/common/settings.hpp"
+#include "dooly/energy/attributor.hpp"
 #include "dooly/energy/event.hpp"
 #include "dooly/energy/event_buffers.hpp"
 #include "dooly/energy/key_table.hpp"
 #include "dooly/energy/report.hpp"
 #include "dooly/energy/sampler.hpp"
-#include "dooly/common/settings.hpp"
 #include "dooly/power/registry.hpp"
 
 namespace dooly::energy {
 
 struct ProfilerOptions {
-  std::string source;                       // DOOLY_POWER_SOURCE; empty = auto-detect
-  power::Options power;                     // DOOLY_REPLAY_FILE, DOOLY_NVML_LIBRARY, ...
-  int64_t period_ns = 20'000'000;           // DOOLY_PERIOD_MS (else the source's preferred period, else 20 ms)
+  std::string source;              // DOOLY_POWER_SOURCE; empty = auto-detect
+  power::Options power;            // DOOLY_REPLAY_FILE, DOOLY_NVML_LIBRARY, ...
+  int64_t period_ns = 20'000'000;  // DOOLY_PERIOD_MS (else the source's preferred period, else 20 ms)
   bool period_given = false;
   int64_t baseline_measure_ns = 0;          // DOOLY_BASELINE_MS: quiet interval measured at start
   std::optional<int64_t> sensor_window_ns;  // DOOLY_SENSOR_WINDOW_MS: override the backend's sensor model
@@ -73,14 +73,16 @@ class Profiler {
 
   double sampler_cpu_s() const noexcept { return sampler_ ? sampler_->thread_cpu_s() : 0.0; }
   // The part of it spent in the power source's poll.
-  double poll_cpu_s() const noexcept { return static_cast<double>(poll_cpu_ns_.load(std::memory_order_relaxed)) * 1e-9; }
+  double poll_cpu_s() const noexcept {
+    return static_cast<double>(poll_cpu_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  }
   uint64_t sampler_ticks() const noexcept { return sampler_ ? sampler_->ticks() : 0; }
 
  private:
   void tick(int64_t now_ns) noexcept;
   void read_counters() noexcept;
-  struct RecordBatch;  // what one tick adds to the recording
-  class Recorder;      // writes DOOLY_RECORD on a thread of its own
+  struct RecordBatch;        // what one tick adds to the recording
+  class Recorder;            // writes DOOLY_RECORD on a thread of its own
   void note_key(KeyId key);  // a key's first event: its line goes into the recording before the event's
 
   ProfilerOptions options_;

@@ -110,7 +110,7 @@ class Parser {
   power::ReadingsParser power_;
   std::vector<RecordedKey> keys;
   std::vector<Event> events;
-  std::vector<uint32_t> key_ids_;  // sorted
+  std::vector<uint32_t> key_ids_;                            // sorted
   std::unordered_map<uint64_t, std::vector<int64_t>> open_;  // (thread, key) -> begin stamps of open windows
   std::unordered_map<uint32_t, uint32_t> open_per_thread_;
 };
@@ -176,8 +176,8 @@ void put(std::FILE* f, const fmt::memory_buffer& b) { std::fwrite(b.data(), 1, b
 
 void check_time(int64_t t_ns) {
   if (t_ns < -lim::max_abs_t_ns || t_ns > lim::max_abs_t_ns)
-    DOOLY_THROW(InputError, "record steady-clock nanoseconds (|t_ns| < 2^62)", "time {} ns is outside the format's range",
-                t_ns);
+    DOOLY_THROW(InputError, "record steady-clock nanoseconds (|t_ns| < 2^62)",
+                "time {} ns is outside the format's range", t_ns);
 }
 }  // namespace
 
@@ -195,14 +195,13 @@ uint32_t RecordingWriter::write_channel(const power::Channel& ch) {
       DOOLY_THROW(InputError, "give the sensor model times within [0, 60 s]",
                   "channel '{}' has a sensor time of {} ns, outside [0, 60 s]", ch.name, t);
   if (ch.device < -1 || ch.device > lim::max_device)
-    DOOLY_THROW(InputError, "use -1 or a device ordinal below 65536", "channel '{}' has device {}", ch.name,
-                ch.device);
+    DOOLY_THROW(InputError, "use -1 or a device ordinal below 65536", "channel '{}' has device {}", ch.name, ch.device);
   const auto index = static_cast<uint32_t>(last_sample_t_ns_.size());
   if (index >= lim::max_channels)
     DOOLY_THROW(InputError, "record at most 64 channels", "channel '{}' would be channel {}", ch.name, index);
   fmt::memory_buffer b;
-  fmt::format_to(std::back_inserter(b), "channel,{},{},{},{},{},{},{},{}\n", index, power::to_string(ch.domain), ch.device,
-                 ch.sensor.window_ns, ch.sensor.delay_ns, ch.sensor.update_ns, ch.name,
+  fmt::format_to(std::back_inserter(b), "channel,{},{},{},{},{},{},{},{}\n", index, power::to_string(ch.domain),
+                 ch.device, ch.sensor.window_ns, ch.sensor.delay_ns, ch.sensor.update_ns, ch.name,
                  free_text(ch.sensor.description));
   put(file_, b);
   last_sample_t_ns_.push_back(INT64_MIN);
@@ -225,8 +224,8 @@ void RecordingWriter::write_sample(const power::Reading& r) {
   if (r.channel >= last_sample_t_ns_.size())
     DOOLY_THROW(InputError, "write the channel before its samples", "sample for undeclared channel {}", r.channel);
   if (r.t_ns <= last_sample_t_ns_[r.channel])
-    DOOLY_THROW(InputError, "write each channel's samples in time order", "sample at {} ns is not after {} ns on channel {}",
-                r.t_ns, last_sample_t_ns_[r.channel], r.channel);
+    DOOLY_THROW(InputError, "write each channel's samples in time order",
+                "sample at {} ns is not after {} ns on channel {}", r.t_ns, last_sample_t_ns_[r.channel], r.channel);
   if (!std::isfinite(r.power_w) || r.power_w < 0 || r.power_w > lim::max_power_w)
     DOOLY_THROW(InputError, "drop readings outside [0, 1e5] W before recording them",
                 "sample power {} on channel {} is not a finite power within [0, 1e5] W", r.power_w, r.channel);

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "dooly/energy/attributor.hpp"
-#include "dooly/energy/report.hpp"
 #include "dooly/energy/recording.hpp"
+#include "dooly/energy/report.hpp"
 
 namespace dooly::energy {
 

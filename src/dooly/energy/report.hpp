@@ -38,10 +38,10 @@ struct RegionRow {
   uint64_t short_windows = 0;         // windows shorter than the sensor's update period
   uint64_t extrapolated_windows = 0;  // windows that needed power beyond the readings
   // Model mode (NNLS fit of every reading on the regions' occupancy of its sensor window).
-  std::optional<double> model_power_w;  // marginal power above the intercept while this region is innermost
-  std::optional<double> model_energy_j; // inclusive, idle included: intercept * time + fitted marginal energy
+  std::optional<double> model_power_w;   // marginal power above the intercept while this region is innermost
+  std::optional<double> model_energy_j;  // inclusive, idle included: intercept * time + fitted marginal energy
   std::optional<double> model_excl_energy_j;
-  bool model_inseparable = false;       // its occupancy is (nearly) a combination of others: not identifiable
+  bool model_inseparable = false;  // its occupancy is (nearly) a combination of others: not identifiable
   bool model_too_little_data = false;
   // Half-widths of the model figures' 95 % intervals: the fit's own (ModelFit::interval_method) and the sensor
   // model's part (the largest move at a neighbouring sensor setting), added in quadrature.
@@ -49,8 +49,8 @@ struct RegionRow {
   std::optional<double> model_energy_hw_j;
   std::optional<double> model_j_per_call_hw_j;
   std::optional<double> model_j_per_call_sensor_j;  // the sensor model's part of the J/call interval
-  bool model_imprecise = false;          // the J/call interval is wider than 5 % of it
-  bool model_sensor_sensitive = false;   // the sensor model's part of the J/call interval exceeds the fit's own
+  bool model_imprecise = false;                     // the J/call interval is wider than 5 % of it
+  bool model_sensor_sensitive = false;  // the sensor model's part of the J/call interval exceeds the fit's own
 
   double avg_power_w() const noexcept { return time_s > 0 ? energy_j / time_s : 0.0; }
   // (energy - baseline * time) / calls: the region's own joules above the idle floor, per call.
@@ -68,7 +68,7 @@ struct RegionRow {
 
 struct ModelFit {
   bool fitted = false;
-  std::string why_not;      // when not fitted
+  std::string why_not;  // when not fitted
   uint64_t samples = 0;
   double intercept_w = 0.0;  // the fitted idle floor (or the given baseline)
   bool intercept_fixed = false;
@@ -78,7 +78,7 @@ struct ModelFit {
   uint64_t keys_over_cap = 0;  // distinct regions beyond the model's column cap (not fitted)
   bool nnls_converged = true;  // false: the solver gave up; the channel falls back to the trapezoid
   int nnls_iterations = 0;
-  std::string interval_method;  // how the rows' intervals were obtained
+  std::string interval_method;   // how the rows' intervals were obtained
   uint64_t interval_blocks = 0;  // blocks of readings the jackknife used (0: covariance only)
 };
 
@@ -101,9 +101,9 @@ struct SensorCheck {
 };
 
 struct Conservation {
-  double run_energy_j = 0.0;          // integral of the trace over the run
-  double attributed_j = 0.0;          // top-level windows
-  double unattributed_j = 0.0;        // run - attributed
+  double run_energy_j = 0.0;              // integral of the trace over the run
+  double attributed_j = 0.0;              // top-level windows
+  double unattributed_j = 0.0;            // run - attributed
   std::optional<double> counter_delta_j;  // vendor energy counter, start to stop
   std::optional<double> ratio() const noexcept {
     if (!counter_delta_j || *counter_delta_j <= 0) return std::nullopt;
@@ -114,7 +114,8 @@ struct Conservation {
 struct ChannelReport {
   power::Channel channel;
   double baseline_w = 0.0;
-  std::string baseline_method;  // "given", "measured at start (N ms)", "quiet samples (median of N)", "lowest 5%", "none"
+  std::string
+      baseline_method;  // "given", "measured at start (N ms)", "quiet samples (median of N)", "lowest 5%", "none"
   double run_time_s = 0.0;
   uint64_t samples = 0;
   uint64_t samples_dropped = 0;  // not newer than the previous reading
@@ -129,8 +130,8 @@ struct Report {
   std::string backend;
   Mode mode = Mode::model;  // the mode the table leads with (trapezoid where the model could not be fitted)
   std::vector<std::pair<std::string, std::string>> meta;
-  uint64_t events_dropped = 0;      // hooks that found the bounded event buffer full
-  uint64_t unmatched_events = 0;    // ends without a begin (or mis-nested), repaired
+  uint64_t events_dropped = 0;    // hooks that found the bounded event buffer full
+  uint64_t unmatched_events = 0;  // ends without a begin (or mis-nested), repaired
   std::vector<ChannelReport> channels;
 };
 

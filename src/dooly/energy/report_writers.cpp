@@ -1,12 +1,12 @@
 #include "dooly/energy/report_writers.hpp"
 
+#include <unistd.h>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
-#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -19,9 +19,9 @@ void apply_sensor_overrides(power::Channel& ch, std::optional<int64_t> window_ns
   if (!window_ns && !delay_ns) return;
   if (window_ns) ch.sensor.window_ns = *window_ns;
   if (delay_ns) ch.sensor.delay_ns = *delay_ns;
-  ch.sensor.description += fmt::format(" [sensor window {:g} ms, lag {:g} ms given]",
-                                       static_cast<double>(ch.sensor.window_ns) / 1e6,
-                                       static_cast<double>(ch.sensor.delay_ns) / 1e6);
+  ch.sensor.description +=
+      fmt::format(" [sensor window {:g} ms, lag {:g} ms given]", static_cast<double>(ch.sensor.window_ns) / 1e6,
+                  static_cast<double>(ch.sensor.delay_ns) / 1e6);
 }
 
 std::string_view to_string(Mode mode) noexcept { return mode == Mode::model ? "model" : "trapezoid"; }
@@ -39,7 +39,6 @@ std::string shorten(const std::string& name, size_t width) {
   const size_t head = (width - 3) / 2, tail = width - 3 - head;
   return name.substr(0, head) + "..." + name.substr(name.size() - tail);
 }
-
 
 // Significant digits that stay readable from microjoules to kilojoules.
 std::string compact(double v) {
@@ -61,8 +60,8 @@ std::string ms(int64_t ns) { return fmt::format("{:g} ms", static_cast<double>(n
 
 std::string sensor_check_line(const SensorCheck& s) {
   if (!s.done) return {};
-  std::string out = fmt::format("sensor model: given window {}, lag {} (residual {:.2f} W rms); ", ms(s.given.window_ns),
-                                ms(s.given.delay_ns), s.given.residual_rms_w);
+  std::string out = fmt::format("sensor model: given window {}, lag {} (residual {:.2f} W rms); ",
+                                ms(s.given.window_ns), ms(s.given.delay_ns), s.given.residual_rms_w);
   if (s.preferred < 0) {
     out += "no neighbouring setting fits better";
   } else {
@@ -130,8 +129,8 @@ std::string table_rows(const ChannelReport& ch, bool model_lead) {
     const std::optional<double> other =
         model_lead ? std::optional<double>(r->j_per_call(ch.baseline_w)) : r->model_j_per_call(model_floor);
     const double avg = r->time_s > 0 ? energy / r->time_s : 0;
-    out += fmt::format("{:<{}}  {:>9}  {:>10.4f}  {:>11}  {:>10}  {:>9}  {:>7.0f}  {:>13}  {}\n", shorten(r->name, width),
-                       width, r->calls, r->time_s, compact(energy), compact(jpc),
+    out += fmt::format("{:<{}}  {:>9}  {:>10.4f}  {:>11}  {:>10}  {:>9}  {:>7.0f}  {:>13}  {}\n",
+                       shorten(r->name, width), width, r->calls, r->time_s, compact(energy), compact(jpc),
                        model_lead ? interval(r->model_j_per_call_hw_j) : std::string("-"), avg,
                        other ? compact(*other) : std::string("-"), flags_of(*r));
   }
@@ -142,8 +141,10 @@ std::string table_rows(const ChannelReport& ch, bool model_lead) {
 std::string table_summary(const ChannelReport& ch, bool model_lead) {
   std::string out;
   if (model_lead)
-    out += fmt::format("model floor {:.1f} W (fitted intercept; subtracted for the J/call column); device idle baseline ~ {:.0f} W ({})\n",
-                       ch.fit.intercept_w, ch.baseline_w, ch.baseline_method);
+    out += fmt::format(
+        "model floor {:.1f} W (fitted intercept; subtracted for the J/call column); device idle baseline ~ {:.0f} W "
+        "({})\n",
+        ch.fit.intercept_w, ch.baseline_w, ch.baseline_method);
   else
     out += fmt::format("device idle baseline ~ {:.0f} W  (subtracted for the J/call column; {})\n", ch.baseline_w,
                        ch.baseline_method);
@@ -179,15 +180,18 @@ std::string table_legend(const ChannelReport& ch) {
   }
   std::string out;
   if (any_short)
-    out += fmt::format("* most windows shorter than the sensor's update period ({:.0f} ms): a statistical aggregate over calls\n",
-                       static_cast<double>(ch.channel.sensor.update_ns) / 1e6);
+    out += fmt::format(
+        "* most windows shorter than the sensor's update period ({:.0f} ms): a statistical aggregate over calls\n",
+        static_cast<double>(ch.channel.sensor.update_ns) / 1e6);
   if (any_unresolved)
-    out += "! the model cannot pin this region down: its J/call interval is wider than 5 % of it (the run varied it "
-           "too little apart from the others)\n";
+    out +=
+        "! the model cannot pin this region down: its J/call interval is wider than 5 % of it (the run varied it "
+        "too little apart from the others)\n";
   if (any_little) out += "? too little data for the model\n";
   if (any_sensor)
-    out += "^ most of its interval is the sensor model's: its J/call moves more at a neighbouring sensor setting than the "
-           "fit's own error\n";
+    out +=
+        "^ most of its interval is the sensor model's: its J/call moves more at a neighbouring sensor setting than the "
+        "fit's own error\n";
   if (any_ex) out += "~ some windows lie outside the power readings (power held constant there)\n";
   return out;
 }
@@ -203,8 +207,9 @@ std::string format_table(const Report& report) {
     out += table_rows(ch, model_lead) + table_summary(ch, model_lead) + table_legend(ch) + "\n";
   }
   if (report.events_dropped)
-    out += fmt::format("dooly: {} window edges dropped (event buffer full; raise DOOLY_MAX_EVENTS): calls are undercounted\n",
-                       report.events_dropped);
+    out += fmt::format(
+        "dooly: {} window edges dropped (event buffer full; raise DOOLY_MAX_EVENTS): calls are undercounted\n",
+        report.events_dropped);
   return out;
 }
 
@@ -212,10 +217,11 @@ std::string to_csv(const Report& report) {
   std::string out = std::string(kCsvHeader) + "\n";
   // What every row shares: windows lost before attribution, and repaired ones.
   out += fmt::format("# events_dropped={} unmatched_events={}\n", report.events_dropped, report.unmatched_events);
-  out += "channel,domain,device,region,kind,calls,time_s,energy_j,j_per_call,avg_power_w,excl_time_s,excl_energy_j,"
-         "short_windows,extrapolated_windows,baseline_w,model_floor_w,model_power_w,model_power_hw_w,model_energy_j,"
-         "model_energy_hw_j,model_j_per_call,model_j_per_call_hw_j,model_j_per_call_sensor_j,model_inseparable,"
-         "model_imprecise,model_too_little_data,model_sensor_sensitive\n";
+  out +=
+      "channel,domain,device,region,kind,calls,time_s,energy_j,j_per_call,avg_power_w,excl_time_s,excl_energy_j,"
+      "short_windows,extrapolated_windows,baseline_w,model_floor_w,model_power_w,model_power_hw_w,model_energy_j,"
+      "model_energy_hw_j,model_j_per_call,model_j_per_call_hw_j,model_j_per_call_sensor_j,model_inseparable,"
+      "model_imprecise,model_too_little_data,model_sensor_sensitive\n";
   for (const ChannelReport& ch : report.channels) {
     const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
     for (const RegionRow& r : ch.rows) {
@@ -227,8 +233,7 @@ std::string to_csv(const Report& report) {
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", num(r.model_power_w), num(r.model_power_hw_w),
                          num(r.model_energy_j), num(r.model_energy_hw_j), num(r.model_j_per_call(floor)),
                          num(r.model_j_per_call_hw_j), num(r.model_j_per_call_sensor_j), r.model_inseparable ? 1 : 0,
-                         r.model_imprecise ? 1 : 0,
-                         r.model_too_little_data ? 1 : 0, r.model_sensor_sensitive ? 1 : 0);
+                         r.model_imprecise ? 1 : 0, r.model_too_little_data ? 1 : 0, r.model_sensor_sensitive ? 1 : 0);
     }
   }
   return out;
@@ -267,30 +272,40 @@ nlohmann::json to_json(const Report& report) {
                          {"unattributed_j", cs.unattributed_j},
                          {"counter_delta_j", cs.counter_delta_j ? json(*cs.counter_delta_j) : json(nullptr)},
                          {"ratio", cs.ratio() ? json(*cs.ratio()) : json(nullptr)}};
-    c["model_fit"] = {{"fitted", ch.fit.fitted},         {"why_not", ch.fit.why_not},
-                      {"samples", ch.fit.samples},       {"intercept_w", ch.fit.intercept_w},
-                      {"intercept_fixed", ch.fit.intercept_fixed}, {"residual_rms_w", ch.fit.residual_rms_w},
-                      {"r_squared", ch.fit.r_squared},   {"columns", ch.fit.columns},
-                      {"keys_over_cap", ch.fit.keys_over_cap}, {"nnls_converged", ch.fit.nnls_converged},
-                      {"nnls_iterations", ch.fit.nnls_iterations}, {"interval_method", ch.fit.interval_method},
+    c["model_fit"] = {{"fitted", ch.fit.fitted},
+                      {"why_not", ch.fit.why_not},
+                      {"samples", ch.fit.samples},
+                      {"intercept_w", ch.fit.intercept_w},
+                      {"intercept_fixed", ch.fit.intercept_fixed},
+                      {"residual_rms_w", ch.fit.residual_rms_w},
+                      {"r_squared", ch.fit.r_squared},
+                      {"columns", ch.fit.columns},
+                      {"keys_over_cap", ch.fit.keys_over_cap},
+                      {"nnls_converged", ch.fit.nnls_converged},
+                      {"nnls_iterations", ch.fit.nnls_iterations},
+                      {"interval_method", ch.fit.interval_method},
                       {"interval_blocks", ch.fit.interval_blocks}};
     auto setting = [](const SensorSettingFit& f) {
-      return json{{"window_ns", f.window_ns}, {"delay_ns", f.delay_ns},         {"fitted", f.fitted},
-                  {"residual_rms_w", f.residual_rms_w}, {"rows_moved", f.rows_moved}};
+      return json{{"window_ns", f.window_ns},
+                  {"delay_ns", f.delay_ns},
+                  {"fitted", f.fitted},
+                  {"residual_rms_w", f.residual_rms_w},
+                  {"rows_moved", f.rows_moved}};
     };
     json neighbours = json::array();
     for (const auto& n : ch.sensor_check.neighbours) neighbours.push_back(setting(n));
-    c["sensor_check"] = {{"done", ch.sensor_check.done},           {"why_not", ch.sensor_check.why_not},
-                         {"given", setting(ch.sensor_check.given)}, {"neighbours", neighbours},
-                         {"preferred", ch.sensor_check.preferred}, {"rows_sensitive", ch.sensor_check.rows_sensitive}};
+    c["sensor_check"] = {{"done", ch.sensor_check.done},
+                         {"why_not", ch.sensor_check.why_not},
+                         {"given", setting(ch.sensor_check.given)},
+                         {"neighbours", neighbours},
+                         {"preferred", ch.sensor_check.preferred},
+                         {"rows_sensitive", ch.sensor_check.rows_sensitive}};
     const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
     c["regions"] = json::array();
     for (const RegionRow& r : ch.rows) {
       auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
       // JSON has no infinity: an unbounded interval is the string "inf".
-      auto hw = [](std::optional<double> v) {
-        return !v ? json(nullptr) : std::isfinite(*v) ? json(*v) : json("inf");
-      };
+      auto hw = [](std::optional<double> v) { return !v ? json(nullptr) : std::isfinite(*v) ? json(*v) : json("inf"); };
       c["regions"].push_back({{"name", r.name},
                               {"kind", std::string(to_string(r.kind))},
                               {"calls", r.calls},

@@ -6,7 +6,8 @@
 
 namespace dooly::energy {
 
-Sampler::Sampler(int64_t period_ns, Tick tick) : period_ns_(period_ns > 0 ? period_ns : 1'000'000), tick_(std::move(tick)) {}
+Sampler::Sampler(int64_t period_ns, Tick tick)
+    : period_ns_(period_ns > 0 ? period_ns : 1'000'000), tick_(std::move(tick)) {}
 
 Sampler::~Sampler() { stop(); }
 

@@ -25,7 +25,7 @@ class Sampler {
   uint64_t ticks() const noexcept { return ticks_.load(); }
   uint64_t missed_deadlines() const noexcept { return missed_.load(); }
   double thread_cpu_s() const noexcept { return cpu_ns_.load() * 1e-9; }  // CPU time the thread used
-  uint64_t page_faults() const noexcept { return faults_.load(); }         // minor + major, the thread's own
+  uint64_t page_faults() const noexcept { return faults_.load(); }        // minor + major, the thread's own
   int64_t period_ns() const noexcept { return period_ns_; }
 
  private:

@@ -361,10 +361,10 @@ void Connector::finalize() noexcept {
     report_ = profiler_->stop();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      report_.meta.emplace_back("kokkos.fence_hooks", settings_.fences        ? "rows (DOOLY_FENCES=1)"
-                                                       : fence_hooks_removed_ ? "removed at init"
-                                                                              : "called and ignored (this Kokkos "
-                                                                                "does not let a tool remove them)");
+      report_.meta.emplace_back("kokkos.fence_hooks", settings_.fences       ? "rows (DOOLY_FENCES=1)"
+                                                      : fence_hooks_removed_ ? "removed at init"
+                                                                             : "called and ignored (this Kokkos "
+                                                                               "does not let a tool remove them)");
       for (const auto& [name, n] : event_counts_) report_.meta.emplace_back("kokkos.event." + name, std::to_string(n));
       for (const auto& [space, peak] : space_peak_)
         report_.meta.emplace_back("kokkos.peak_bytes." + space, std::to_string(peak));

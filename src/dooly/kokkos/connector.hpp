@@ -19,10 +19,10 @@ namespace dooly::kokkos {
 
 struct ConnectorSettings {
   energy::ProfilerOptions profiler;
-  std::string output_prefix;  // OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
-  bool table = true;          // TABLE: print the table at finalize
-  bool fences = false;        // FENCES: give fences their own rows (off: no rows, hooks removed if possible)
-  std::string table_path;     // TABLE_FILE: write the table there instead of stdout
+  std::string output_prefix;            // OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
+  bool table = true;                    // TABLE: print the table at finalize
+  bool fences = false;                  // FENCES: give fences their own rows (off: no rows, hooks removed if possible)
+  std::string table_path;               // TABLE_FILE: write the table there instead of stdout
   std::optional<log::Level> log_level;  // LOG
 
   // From checked values (common/settings.hpp: the environment, tool arguments over it); throws InputError.
@@ -111,7 +111,8 @@ class Connector {
   // Any other thread's (out of line: the hooks' code stays short, a few cache lines).
   [[gnu::noinline]] energy::EventBuffers::Thread* other_thread() noexcept {
     energy::EventBuffers* events = events_.load(std::memory_order_acquire);
-    if (!events) [[unlikely]] return late_start_thread();
+    if (!events) [[unlikely]]
+      return late_start_thread();
     return events->local();
   }
   // Not measuring: starts now if init came and parse_args did not; the calling thread's share, or nullptr.
@@ -128,7 +129,7 @@ class Connector {
   // fence little of the tool is still in cache, and each line it touches costs tens of ns on the H200's host).
   // Published with release stores (owner_thread_ before owner_tp_) and read with acquire loads: plain moves on
   // x86-64, ordered on weaker CPUs (aarch64) when init and finalize race hooks on other threads.
-  std::atomic<const void*> owner_tp_{nullptr};            // thread_pointer() of the thread that ran init, while measuring
+  std::atomic<const void*> owner_tp_{nullptr};  // thread_pointer() of the thread that ran init, while measuring
   energy::EventBuffers::Thread* owner_thread_ = nullptr;  // its share of events_
   std::atomic<energy::EventBuffers*> events_{nullptr};    // the profiler's while it measures, else nullptr
   std::unique_ptr<energy::Profiler> profiler_;
@@ -144,7 +145,7 @@ class Connector {
   std::mutex start_mu_;  // state changes
   bool args_seen_ = false;
   std::vector<std::string> args_;
-  std::mutex mu_;  // sections, counters
+  std::mutex mu_;                                         // sections, counters
   std::vector<std::pair<energy::KeyId, bool>> sections_;  // id -> key, alive
   std::unordered_map<std::string, uint64_t> event_counts_;
   std::unordered_map<std::string, int64_t> space_bytes_, space_peak_;

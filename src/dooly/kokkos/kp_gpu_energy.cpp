@@ -11,8 +11,8 @@
 #include "dooly/kokkos/connector.hpp"
 
 namespace {
-using dooly::kokkos::Connector;
 using dooly::energy::Kind;
+using dooly::kokkos::Connector;
 
 // The connector, constructed on first use (init or parse_args); at exit it is finalized (report written, power
 // source closed) but never destroyed: Kokkos may still call hooks after this library's exit-time destructors
@@ -77,13 +77,17 @@ DOOLY_EXPORT void kokkosp_end_parallel_scan(const uint64_t kid) { connector().en
 DOOLY_EXPORT void kokkosp_push_profile_region(const char* name) { connector().push_region(name); }
 DOOLY_EXPORT void kokkosp_pop_profile_region() { connector().pop_region(); }
 
-DOOLY_EXPORT void kokkosp_create_profile_section(const char* name, uint32_t* id) { connector().create_section(name, id); }
+DOOLY_EXPORT void kokkosp_create_profile_section(const char* name, uint32_t* id) {
+  connector().create_section(name, id);
+}
 DOOLY_EXPORT void kokkosp_start_profile_section(const uint32_t id) { connector().start_section(id); }
 DOOLY_EXPORT void kokkosp_stop_profile_section(const uint32_t id) { connector().stop_section(id); }
 DOOLY_EXPORT void kokkosp_destroy_profile_section(const uint32_t id) { connector().destroy_section(id); }
 
 DOOLY_EXPORT void kokkosp_profile_event(const char* name) { connector().profile_event(name); }
-DOOLY_EXPORT void kokkosp_declare_metadata(const char* key, const char* value) { connector().declare_metadata(key, value); }
+DOOLY_EXPORT void kokkosp_declare_metadata(const char* key, const char* value) {
+  connector().declare_metadata(key, value);
+}
 
 DOOLY_EXPORT void kokkosp_begin_fence(const char* name, const uint32_t dev, uint64_t* handle) {
   connector().begin_fence(name, dev, handle);

@@ -28,7 +28,7 @@ struct SensorModel {
 struct Channel {
   std::string name;  // "gpu0", "cpu0", "dram0", "node", "package-0"
   Domain domain = Domain::other;
-  int device = -1;   // GPU: CUDA ordinal (after CUDA_VISIBLE_DEVICES); CPU/DRAM: socket; else -1
+  int device = -1;  // GPU: CUDA ordinal (after CUDA_VISIBLE_DEVICES); CPU/DRAM: socket; else -1
   SensorModel sensor;
 };
 
@@ -41,8 +41,8 @@ struct Reading {
 };
 
 struct PollStatus {
-  bool ok = true;       // false: something failed this time; message says what
-  bool fatal = false;   // true: the session will produce nothing more (device lost, file ended)
+  bool ok = true;      // false: something failed this time; message says what
+  bool fatal = false;  // true: the session will produce nothing more (device lost, file ended)
   std::string message;
 };
 

@@ -8,11 +8,16 @@ namespace dooly::power {
 
 std::string_view to_string(Domain d) noexcept {
   switch (d) {
-    case Domain::gpu: return "gpu";
-    case Domain::cpu: return "cpu";
-    case Domain::dram: return "dram";
-    case Domain::node: return "node";
-    case Domain::other: break;
+    case Domain::gpu:
+      return "gpu";
+    case Domain::cpu:
+      return "cpu";
+    case Domain::dram:
+      return "dram";
+    case Domain::node:
+      return "node";
+    case Domain::other:
+      break;
   }
   return "other";
 }
@@ -37,8 +42,8 @@ Selection select(const Registry& registry, const Options& options, std::string_v
     if (!p) {
       std::string names;
       for (const auto& q : registry.providers()) names += (names.empty() ? "" : ", ") + std::string(q->name());
-      DOOLY_THROW(InputError, fmt::format("set DOOLY_POWER_SOURCE to one of: {}", names),
-                  "unknown power source '{}'", forced);
+      DOOLY_THROW(InputError, fmt::format("set DOOLY_POWER_SOURCE to one of: {}", names), "unknown power source '{}'",
+                  forced);
     }
     sel.session = p->open(options);
     sel.backend = std::string(p->name());

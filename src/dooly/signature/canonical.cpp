@@ -59,15 +59,18 @@ json scalar_value(const trace::Scalar& s) {
 json canonical_op(const trace::OpRecord& op, const std::string& module_attrs_digest) {
   json scalars = json::array();
   for (const auto& s : op.scalars) scalars.push_back(json::array({s.arg, s.type, scalar_value(s)}));
-  return json{{"attrs", module_attrs_digest}, {"inputs", tensors(op.inputs)}, {"kind", "op"},
-              {"name", op.op},                {"outputs", tensors(op.outputs)}, {"scalars", scalars},
-              {"v", kSignatureVersion}};
+  return json{
+      {"attrs", module_attrs_digest},   {"inputs", tensors(op.inputs)}, {"kind", "op"},          {"name", op.op},
+      {"outputs", tensors(op.outputs)}, {"scalars", scalars},           {"v", kSignatureVersion}};
 }
 
 json canonical_module(const std::string& cls, const std::string& module_attrs_digest,
                       const std::vector<std::string>& child_hashes) {
-  return json{{"attrs", module_attrs_digest}, {"children", child_hashes}, {"kind", "module"},
-              {"name", cls},                  {"v", kSignatureVersion}};
+  return json{{"attrs", module_attrs_digest},
+              {"children", child_hashes},
+              {"kind", "module"},
+              {"name", cls},
+              {"v", kSignatureVersion}};
 }
 
 std::string serialize(const json& canonical) { return canonical.dump(); }

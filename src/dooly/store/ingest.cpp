@@ -39,8 +39,13 @@ struct Prepared {
 
 Prepared prepare(const std::string& path) {
   const trace::Trace t = trace::read_trace(path);
-  Prepared p{path, {0, t.model, t.family, t.architecture, t.config_hash}, provenance_of(t), t.backend(), t.version,
-             signature::count_units(t), {}};
+  Prepared p{path,
+             {0, t.model, t.family, t.architecture, t.config_hash},
+             provenance_of(t),
+             t.backend(),
+             t.version,
+             signature::count_units(t),
+             {}};
   p.phases.reserve(p.units.size());
   for (const auto& u : p.units) p.phases.push_back(phase_of(u.phase, path));
   return p;
@@ -94,7 +99,8 @@ Provenance provenance_of(const trace::Trace& t) {
 namespace {
 
 std::vector<Prepared> prepare_all(std::span<const std::string> trace_paths) {
-  if (trace_paths.empty()) DOOLY_THROW(InputError, "pass the trace files written by `dooly trace`", "no trace files given");
+  if (trace_paths.empty())
+    DOOLY_THROW(InputError, "pass the trace files written by `dooly trace`", "no trace files given");
   std::vector<Prepared> prepared;
   prepared.reserve(trace_paths.size());
   for (const std::string& path : trace_paths) prepared.push_back(prepare(path));
@@ -107,7 +113,8 @@ IngestSummary ingest_prepared(Store& store, const std::vector<Prepared>& prepare
   auto tx = store.transaction();
   for (const Prepared& p : prepared) {
     check_one_format_per_context(store, p);
-    IngestedTrace row{p.path, p.model.name, p.backend, store.upsert_model(p.model), store.upsert_provenance(p.provenance)};
+    IngestedTrace row{p.path, p.model.name, p.backend, store.upsert_model(p.model),
+                      store.upsert_provenance(p.provenance)};
     std::map<std::string, SignatureUpsert> stored;  // hash -> (id, inserted by this ingest)
     std::vector<Occurrence> occurrences;
     std::set<std::string> trace_ops;
@@ -116,8 +123,9 @@ IngestSummary ingest_prepared(Store& store, const std::vector<Prepared>& prepare
       auto it = stored.find(u.sig.hash);
       if (it == stored.end()) {
         const SignatureKind kind = u.sig.is_op ? SignatureKind::op : SignatureKind::module;
-        it = stored.emplace(u.sig.hash, store.upsert_signature(u.sig.hash, u.sig.name, kind, u.sig.canonical,
-                                                               u.sig.metadata.dump()))
+        it = stored
+                 .emplace(u.sig.hash,
+                          store.upsert_signature(u.sig.hash, u.sig.name, kind, u.sig.canonical, u.sig.metadata.dump()))
                  .first;
       }
       occurrences.push_back({it->second.id, p.phases[i], u.count});

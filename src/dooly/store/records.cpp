@@ -6,9 +6,12 @@ std::string_view to_string(SignatureKind kind) noexcept { return kind == Signatu
 
 std::string_view to_string(Phase phase) noexcept {
   switch (phase) {
-    case Phase::prefill: return "prefill";
-    case Phase::decode: return "decode";
-    case Phase::mixed: return "mixed";
+    case Phase::prefill:
+      return "prefill";
+    case Phase::decode:
+      return "decode";
+    case Phase::mixed:
+      return "mixed";
   }
   return "?";
 }

@@ -18,8 +18,8 @@ std::optional<Phase> parse_phase(std::string_view text) noexcept;
 
 struct Signature {
   int64_t id = 0;
-  std::string hash;            // lowercase hex (SHA-256 of canonical_json, computed by dooly::signature)
-  std::string name;            // op or module name
+  std::string hash;  // lowercase hex (SHA-256 of canonical_json, computed by dooly::signature)
+  std::string name;  // op or module name
   SignatureKind kind = SignatureKind::op;
   std::string canonical_json;  // the exact bytes that were hashed
   std::string metadata_json;   // not hashed: kernel symbols etc., as first stored
@@ -93,11 +93,11 @@ struct Measurement {
   double latency_min_s = 0;
   double latency_max_s = 0;
   double latency_std_s = 0;
-  std::optional<double> energy_j;      // per call; absent when no power source was available
+  std::optional<double> energy_j;  // per call; absent when no power source was available
   std::optional<double> energy_std_j;
   std::optional<double> avg_power_w;
-  int64_t measured_at_unix_s = 0;      // 0 on insert: now
-  std::string extra_json = "{}";       // a JSON object
+  int64_t measured_at_unix_s = 0;  // 0 on insert: now
+  std::string extra_json = "{}";   // a JSON object
 };
 
 // Row counts, all taken from one snapshot of the file.
@@ -106,8 +106,8 @@ struct Summary {
   int64_t signatures = 0;
   int64_t models = 0;
   int64_t provenances = 0;
-  int64_t occurrence_rows = 0;   // rows of model_signatures
-  int64_t occurrences = 0;       // sum of their counts
+  int64_t occurrence_rows = 0;  // rows of model_signatures
+  int64_t occurrences = 0;      // sum of their counts
   int64_t measurements = 0;
 };
 

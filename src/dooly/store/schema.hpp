@@ -25,7 +25,8 @@ int current_schema_version() noexcept;
 
 // Read-write: checks the file is empty or a dooly store no newer than this code, and applies the missing
 // migrations. Read-only: checks it is a dooly store at exactly the current version. Leaves foreign keys on.
-// Returns the version the file had before (0 for a new file; taken under the write lock when migrating). Throws StoreError naming versions and the fix.
+// Returns the version the file had before (0 for a new file; taken under the write lock when migrating). Throws
+// StoreError naming versions and the fix.
 int bring_schema_up_to_date(Database& db);
 
 }  // namespace dooly::store

@@ -70,7 +70,8 @@ Database::Database(const std::string& path, OpenMode mode, std::chrono::millisec
 
 Database::~Database() {
   // close_v2 defers the close until every statement is finalized; statements never outlive us in practice.
-  if (db_ != nullptr && sqlite3_close_v2(db_) != SQLITE_OK) log::warn("store {}: close failed: {}", path_, sqlite3_errmsg(db_));
+  if (db_ != nullptr && sqlite3_close_v2(db_) != SQLITE_OK)
+    log::warn("store {}: close failed: {}", path_, sqlite3_errmsg(db_));
 }
 
 void Database::execute(std::string_view script) {
@@ -80,10 +81,12 @@ void Database::execute(std::string_view script) {
     sqlite3_stmt* stmt = nullptr;
     const char* next = nullptr;
     const int rc = sqlite3_prepare_v2(db_, tail, static_cast<int>(end - tail), &stmt, &next);
-    if (rc != SQLITE_OK) throw_sqlite_error(db_, path_, rc, fmt::format("preparing `{}`", std::string_view(tail, end - tail)));
+    if (rc != SQLITE_OK)
+      throw_sqlite_error(db_, path_, rc, fmt::format("preparing `{}`", std::string_view(tail, end - tail)));
     if (stmt == nullptr) break;  // only whitespace or comments were left
     int step_rc;
-    while ((step_rc = sqlite3_step(stmt)) == SQLITE_ROW) {}
+    while ((step_rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    }
     if (step_rc != SQLITE_DONE) {
       const std::string sql = sqlite3_sql(stmt);
       // Keep the step's message: errmsg is read before finalize can overwrite it.
@@ -123,7 +126,8 @@ Statement::Statement(Database& db, std::string_view sql) : db_(&db), sql_(sql) {
   const char* tail = nullptr;
   const int rc = sqlite3_prepare_v2(db.handle(), sql_.data(), static_cast<int>(sql_.size()), &stmt_, &tail);
   if (rc != SQLITE_OK) throw_sqlite_error(db.handle(), db.path(), rc, fmt::format("preparing `{}`", sql_));
-  if (stmt_ == nullptr || (tail != nullptr && std::string_view(tail).find_first_not_of(" \t\r\n;") != std::string_view::npos)) {
+  if (stmt_ == nullptr ||
+      (tail != nullptr && std::string_view(tail).find_first_not_of(" \t\r\n;") != std::string_view::npos)) {
     sqlite3_finalize(stmt_);
     throw StoreError(db.path(), SQLITE_MISUSE, fmt::format("`{}` must be exactly one SQL statement", sql_),
                      std::string(sqlite_fix(SQLITE_MISUSE)));
@@ -145,7 +149,8 @@ int Statement::parameter_index(std::string_view name) const {
 }
 
 void Statement::check_bind(int rc, int index) {
-  if (rc != SQLITE_OK) throw_sqlite_error(db_->handle(), db_->path(), rc, fmt::format("binding parameter {} of `{}`", index, sql_));
+  if (rc != SQLITE_OK)
+    throw_sqlite_error(db_->handle(), db_->path(), rc, fmt::format("binding parameter {} of `{}`", index, sql_));
 }
 
 void Statement::bind_null(int index) { check_bind(sqlite3_bind_null(stmt_, index), index); }

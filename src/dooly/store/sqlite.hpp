@@ -84,7 +84,10 @@ class Statement {
     if constexpr (std::is_same_v<V, std::nullptr_t> || std::is_same_v<V, std::nullopt_t>) {
       bind_null(index);
     } else if constexpr (is_optional<V>) {
-      if (value.has_value()) bind(index, *value); else bind_null(index);
+      if (value.has_value())
+        bind(index, *value);
+      else
+        bind_null(index);
     } else if constexpr (std::is_integral_v<V>) {
       bind_int64(index, static_cast<int64_t>(value));
     } else if constexpr (std::is_floating_point_v<V>) {
@@ -107,7 +110,7 @@ class Statement {
   // Ready to run again with new values: resets and clears every binding.
   void reset() noexcept;
 
-  bool column_is_null(int index) const noexcept;       // 0-based, like sqlite3_column_*
+  bool column_is_null(int index) const noexcept;  // 0-based, like sqlite3_column_*
   int64_t column_int64(int index) const noexcept;
   double column_double(int index) const noexcept;
   std::string column_text(int index) const;

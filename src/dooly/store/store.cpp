@@ -16,7 +16,9 @@ namespace {
 
 // ---- argument checks: bad values are the caller's, so they are InputErrors naming the field and value
 
-std::string_view shorten(std::string_view text, size_t max = 120) { return text.size() <= max ? text : text.substr(0, max); }
+std::string_view shorten(std::string_view text, size_t max = 120) {
+  return text.size() <= max ? text : text.substr(0, max);
+}
 
 void check_hash(std::string_view hash) {
   const bool hex = !hash.empty() && hash.find_first_not_of("0123456789abcdef") == std::string_view::npos;
@@ -34,17 +36,20 @@ std::string checked_json(std::string_view text, std::string_view field, bool mus
     DOOLY_THROW(InputError, "pass valid JSON text", "{} is not valid JSON ({}): '{}'", field, e.what(), shorten(text));
   }
   if (must_be_object && !value.is_object())
-    DOOLY_THROW(InputError, "pass a JSON object such as {}", "{} must be a JSON object, got '{}'", field, shorten(text));
+    DOOLY_THROW(InputError, "pass a JSON object such as {}", "{} must be a JSON object, got '{}'", field,
+                shorten(text));
   return value.dump();
 }
 
 void check_id(int64_t id, std::string_view field) {
   if (id <= 0)
-    DOOLY_THROW(InputError, "use the id returned by the store's upsert/insert functions", "{} {} is not a row id", field, id);
+    DOOLY_THROW(InputError, "use the id returned by the store's upsert/insert functions", "{} {} is not a row id",
+                field, id);
 }
 
 void check_non_negative(int64_t value, std::string_view field) {
-  if (value < 0) DOOLY_THROW(InputError, "sizes are counts: pass 0 when not part of the sweep point", "{} is {}", field, value);
+  if (value < 0)
+    DOOLY_THROW(InputError, "sizes are counts: pass 0 when not part of the sweep point", "{} is {}", field, value);
 }
 
 void check_seconds(double value, std::string_view field) {
@@ -189,7 +194,8 @@ Measurement read_measurement(const Statement& row) {
 
 // ------------------------------------------------------------------------------------------------------- open
 
-Store::Store(std::unique_ptr<Database> db, int version_at_open) : db_(std::move(db)), version_at_open_(version_at_open) {}
+Store::Store(std::unique_ptr<Database> db, int version_at_open)
+    : db_(std::move(db)), version_at_open_(version_at_open) {}
 Store::~Store() = default;
 
 Store Store::open(const std::string& path, Mode mode, std::chrono::milliseconds busy_timeout) {
@@ -214,20 +220,22 @@ int64_t Store::upsert_model(const Model& model) {
     DOOLY_THROW(InputError, "pass the hash of the model's config file", "model '{}' has no config_hash", model.name);
   Transaction tx(*db_);
   Statement insert = db_->prepare(
-      "INSERT INTO models (name, family, architecture, config_hash) VALUES (:name, :family, :architecture, :config_hash) "
+      "INSERT INTO models (name, family, architecture, config_hash) VALUES (:name, :family, :architecture, "
+      ":config_hash) "
       "ON CONFLICT (name, config_hash) DO NOTHING");
   insert.bind(":name", model.name).bind(":family", model.family).bind(":architecture", model.architecture);
   insert.bind(":config_hash", model.config_hash).run();
-  Statement select = db_->prepare(fmt::format("SELECT {} FROM models m WHERE m.name = ? AND m.config_hash = ?", model_columns));
+  Statement select =
+      db_->prepare(fmt::format("SELECT {} FROM models m WHERE m.name = ? AND m.config_hash = ?", model_columns));
   select.bind(1, model.name).bind(2, model.config_hash);
   select.step();
   const Model stored = read_model(select, 0);
   if (stored.family != model.family || stored.architecture != model.architecture)
-    throw ConflictError(db_->path(), 0,
-                        fmt::format("model '{}' (config {}) is stored as {}/{}, now given as {}/{}", model.name,
-                                    model.config_hash, stored.family, stored.architecture, model.family,
-                                    model.architecture),
-                        "one config must always map to one family and architecture: fix the model loader");
+    throw ConflictError(
+        db_->path(), 0,
+        fmt::format("model '{}' (config {}) is stored as {}/{}, now given as {}/{}", model.name, model.config_hash,
+                    stored.family, stored.architecture, model.family, model.architecture),
+        "one config must always map to one family and architecture: fix the model loader");
   tx.commit();
   return stored.id;
 }
@@ -310,7 +318,8 @@ void Store::add_occurrences(int64_t model_id, int64_t provenance_id, int64_t sig
   check_id(model_id, "model_id");
   check_id(provenance_id, "provenance_id");
   check_id(signature_id, "signature_id");
-  if (count < 1) DOOLY_THROW(InputError, "count how often the signature occurs per step (>= 1)", "occurrence count is {}", count);
+  if (count < 1)
+    DOOLY_THROW(InputError, "count how often the signature occurs per step (>= 1)", "occurrence count is {}", count);
   Statement upsert = db_->prepare(
       "INSERT INTO model_signatures (model_id, provenance_id, signature_id, phase, count) VALUES (?, ?, ?, ?, ?) "
       "ON CONFLICT (model_id, provenance_id, signature_id, phase) DO UPDATE SET count = excluded.count");
@@ -363,7 +372,8 @@ std::optional<Signature> Store::find_signature(std::string_view hash) const {
 }
 
 std::optional<Model> Store::find_model(std::string_view name, std::string_view config_hash) const {
-  Statement select = db_->prepare(fmt::format("SELECT {} FROM models m WHERE m.name = ? AND m.config_hash = ?", model_columns));
+  Statement select =
+      db_->prepare(fmt::format("SELECT {} FROM models m WHERE m.name = ? AND m.config_hash = ?", model_columns));
   select.bind(1, name).bind(2, config_hash);
   if (!select.step()) return std::nullopt;
   return read_model(select, 0);
@@ -384,10 +394,10 @@ std::vector<Provenance> Store::provenances() const {
 }
 
 std::vector<SignatureUse> Store::signatures_of_model(int64_t model_id, int64_t provenance_id) const {
-  Statement select = db_->prepare(fmt::format(
-      "SELECT {}, ms.phase, ms.count FROM model_signatures ms JOIN signatures s ON s.id = ms.signature_id "
-      "WHERE ms.model_id = ? AND ms.provenance_id = ? ORDER BY s.id, ms.phase",
-      signature_columns));
+  Statement select = db_->prepare(
+      fmt::format("SELECT {}, ms.phase, ms.count FROM model_signatures ms JOIN signatures s ON s.id = ms.signature_id "
+                  "WHERE ms.model_id = ? AND ms.provenance_id = ? ORDER BY s.id, ms.phase",
+                  signature_columns));
   select.bind(1, model_id).bind(2, provenance_id);
   std::vector<SignatureUse> out;
   while (select.step())

@@ -14,7 +14,9 @@ class StoreError : public Error {
  public:
   // sqlite_code is the extended result code (0 when the problem is dooly's own, e.g. a schema version).
   StoreError(std::string path, int sqlite_code, std::string what, std::string fix)
-      : Error(fmt::format("store {}: {}", path, what), std::move(fix)), path_(std::move(path)), sqlite_code_(sqlite_code) {}
+      : Error(fmt::format("store {}: {}", path, what), std::move(fix)),
+        path_(std::move(path)),
+        sqlite_code_(sqlite_code) {}
   const std::string& path() const noexcept { return path_; }
   int sqlite_code() const noexcept { return sqlite_code_; }
 

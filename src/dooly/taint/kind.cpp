@@ -19,14 +19,22 @@ struct Point {
 
 Point to_point(Kind k) noexcept {
   switch (k) {
-    case Kind::none: return {};
-    case Kind::model_config: return {false, true, 0, 0};
-    case Kind::num_toks: return {false, false, 2, 0};
-    case Kind::num_reqs: return {false, false, 0, 2};
-    case Kind::max_num_toks: return {false, false, 1, 0};
-    case Kind::max_num_reqs: return {false, false, 0, 1};
-    case Kind::mix: return {false, true, 2, 2};
-    case Kind::unknown: return {true, false, 0, 0};
+    case Kind::none:
+      return {};
+    case Kind::model_config:
+      return {false, true, 0, 0};
+    case Kind::num_toks:
+      return {false, false, 2, 0};
+    case Kind::num_reqs:
+      return {false, false, 0, 2};
+    case Kind::max_num_toks:
+      return {false, false, 1, 0};
+    case Kind::max_num_reqs:
+      return {false, false, 0, 1};
+    case Kind::mix:
+      return {false, true, 2, 2};
+    case Kind::unknown:
+      return {true, false, 0, 0};
   }
   return {true, false, 0, 0};
 }
@@ -45,14 +53,22 @@ Kind from_point(Point p) noexcept {
 
 std::string_view to_string(Kind k) noexcept {
   switch (k) {
-    case Kind::none: return "NONE";
-    case Kind::model_config: return "MODEL_CONFIG";
-    case Kind::num_toks: return "NUM_TOKS";
-    case Kind::num_reqs: return "NUM_REQS";
-    case Kind::max_num_toks: return "MAX_NUM_TOKS";
-    case Kind::max_num_reqs: return "MAX_NUM_REQS";
-    case Kind::mix: return "MIX";
-    case Kind::unknown: return "UNKNOWN";
+    case Kind::none:
+      return "NONE";
+    case Kind::model_config:
+      return "MODEL_CONFIG";
+    case Kind::num_toks:
+      return "NUM_TOKS";
+    case Kind::num_reqs:
+      return "NUM_REQS";
+    case Kind::max_num_toks:
+      return "MAX_NUM_TOKS";
+    case Kind::max_num_reqs:
+      return "MAX_NUM_REQS";
+    case Kind::mix:
+      return "MIX";
+    case Kind::unknown:
+      return "UNKNOWN";
   }
   return "UNKNOWN";
 }
@@ -80,9 +96,7 @@ Kind bound_by(Kind k) noexcept {
   return k;
 }
 
-bool varies_with_requests(Kind k) noexcept {
-  return k == Kind::num_toks || k == Kind::num_reqs || k == Kind::mix;
-}
+bool varies_with_requests(Kind k) noexcept { return k == Kind::num_toks || k == Kind::num_reqs || k == Kind::mix; }
 
 bool hashed_by_value(Kind k) noexcept { return k == Kind::none || k == Kind::model_config; }
 

@@ -13,9 +13,9 @@
 namespace dooly::taint {
 
 struct SessionCounters {
-  int64_t ops = 0;             // calls propagated
-  int64_t fallback_ops = 0;    // calls no rule covered (labelled by the fallback rule)
-  int64_t unknown_dims = 0;    // output dims/integers labelled UNKNOWN
+  int64_t ops = 0;                // calls propagated
+  int64_t fallback_ops = 0;       // calls no rule covered (labelled by the fallback rule)
+  int64_t unknown_dims = 0;       // output dims/integers labelled UNKNOWN
   int64_t unlabelled_inputs = 0;  // input dims the adapter sent without a label
   int64_t ambiguous = 0;
   int64_t conflicts = 0;
@@ -42,7 +42,9 @@ class Session {
 
   // Decodes a call, propagates it and encodes the labelled outputs. Format in docs/dooly-tracing.md.
   nlohmann::json propagate(const nlohmann::json& call);
-  std::string propagate_text(const std::string& call_json) { return propagate(nlohmann::json::parse(call_json)).dump(); }
+  std::string propagate_text(const std::string& call_json) {
+    return propagate(nlohmann::json::parse(call_json)).dump();
+  }
 
   const SessionCounters& counters() const noexcept { return counters_; }
   const RuleRegistry& rules() const noexcept { return rules_; }

@@ -16,7 +16,11 @@ CallTree build_call_tree(const Trace& trace, const Step& step) {
   t.nodes.push_back(root);
 
   // Events in execution order: module calls and ops share one sequence counter.
-  struct Event { int64_t seq; bool is_call; size_t index; };
+  struct Event {
+    int64_t seq;
+    bool is_call;
+    size_t index;
+  };
   std::vector<Event> events;
   for (size_t i = 0; i < step.calls.size(); ++i) events.push_back({step.calls[i].seq, true, i});
   for (size_t i = 0; i < step.ops.size(); ++i) events.push_back({step.ops[i].seq, false, i});
@@ -38,8 +42,8 @@ CallTree build_call_tree(const Trace& trace, const Step& step) {
       const ModuleCall& c = step.calls[e.index];
       auto m = trace.modules.find(c.path);
       if (m == trace.modules.end())
-        DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "step {}: module '{}' is called but not listed",
-                    step.step, c.path);
+        DOOLY_THROW(InputError, "re-create the trace with `dooly trace`",
+                    "step {}: module '{}' is called but not listed", step.step, c.path);
       n.type = Node::Type::module;
       n.name = m->second.cls;
       n.path = c.path;

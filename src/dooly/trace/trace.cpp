@@ -17,8 +17,8 @@ T field(const json& j, const char* key, const std::string& where) {
   try {
     return j.at(key).get<T>();
   } catch (const json::exception& e) {
-    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: field '{}' has the wrong type ({})", where, key,
-                e.what());
+    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: field '{}' has the wrong type ({})", where,
+                key, e.what());
   }
 }
 
@@ -74,15 +74,16 @@ Trace parse_trace(const json& j, const std::string& origin) {
   try {
     return parse_trace_fields(j, origin);
   } catch (const json::exception& e) {
-    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: a field has the wrong type or is missing ({})",
-                origin, e.what());
+    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`",
+                "{}: a field has the wrong type or is missing ({})", origin, e.what());
   }
 }
 
 namespace {
 Trace parse_trace_fields(const json& j, const std::string& origin) {
   if (!j.is_object() || !j.contains("version"))
-    DOOLY_THROW(InputError, "pass a trace written by `dooly trace`", "{}: not a dooly trace (no 'version' key)", origin);
+    DOOLY_THROW(InputError, "pass a trace written by `dooly trace`", "{}: not a dooly trace (no 'version' key)",
+                origin);
   Trace t;
   t.version = field<int>(j, "version", origin);
   if (t.version != kTraceFormatVersion)
@@ -98,7 +99,8 @@ Trace parse_trace_fields(const json& j, const std::string& origin) {
   t.architecture = j.value("architecture", "");
   t.config_hash = field<std::string>(j, "config_hash", origin);
   t.attention = field<std::string>(j, "attention", origin);
-  if (j.contains("sdpa_kernel") && j.at("sdpa_kernel").is_string()) t.sdpa_kernel = j.at("sdpa_kernel").get<std::string>();
+  if (j.contains("sdpa_kernel") && j.at("sdpa_kernel").is_string())
+    t.sdpa_kernel = j.at("sdpa_kernel").get<std::string>();
   t.dtype = j.value("dtype", "");
   t.device = j.value("device", "");
   t.engine_info = j.value("engine_info", json::object());
@@ -119,8 +121,8 @@ Trace parse_trace_fields(const json& j, const std::string& origin) {
     st.num_prefill_tokens = s.value("num_prefill_tokens", int64_t{0});
     st.num_decode_requests = s.value("num_decode_requests", int64_t{0});
     for (const auto& c : s.value("calls", json::array()))
-      st.calls.push_back({field<int64_t>(c, "id", where), c.value("parent", int64_t{-1}), field<int64_t>(c, "seq", where),
-                          field<std::string>(c, "module", where)});
+      st.calls.push_back({field<int64_t>(c, "id", where), c.value("parent", int64_t{-1}),
+                          field<int64_t>(c, "seq", where), field<std::string>(c, "module", where)});
     for (const auto& o : field<json>(s, "ops", where)) st.ops.push_back(parse_op(o, where + " op"));
     t.steps.push_back(std::move(st));
   }

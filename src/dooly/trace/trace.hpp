@@ -42,9 +42,9 @@ struct Scalar {  // NOLINT(bugprone-exception-escape)
 };
 
 struct OpRecord {
-  int64_t seq = 0;   // position in the step, shared with module calls
-  int64_t call = -1; // the innermost module call it ran in (-1: none)
-  std::string op;    // normalised op name
+  int64_t seq = 0;     // position in the step, shared with module calls
+  int64_t call = -1;   // the innermost module call it ran in (-1: none)
+  std::string op;      // normalised op name
   std::string module;  // module path of that call
   std::vector<TensorInfo> inputs, outputs;
   std::vector<Scalar> scalars;

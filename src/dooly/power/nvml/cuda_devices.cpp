@@ -106,8 +106,8 @@ std::vector<unsigned> ordinals_to_nvml_indices(unsigned nvml_count, const char* 
   }
   if (!all_integers) {
     identity();
-    note = fmt::format("CUDA_VISIBLE_DEVICES='{}' is not a list of integers: assuming CUDA ordinal i is NVML index i",
-                       s);
+    note =
+        fmt::format("CUDA_VISIBLE_DEVICES='{}' is not a list of integers: assuming CUDA ordinal i is NVML index i", s);
     return map;
   }
   for (long v : entries) {  // like CUDA: stop at the first invalid or repeated index

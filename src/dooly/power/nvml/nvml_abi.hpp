@@ -44,7 +44,7 @@ union Value {  // nvmlValue_t
 };
 static_assert(sizeof(Value) == 8);
 
-struct Sample {  // nvmlSample_t
+struct Sample {                  // nvmlSample_t
   unsigned long long timeStamp;  // us since the epoch
   Value sampleValue;
 };
@@ -55,8 +55,8 @@ struct FieldValue {  // nvmlFieldValue_t
   unsigned int scopeId;
   long long timestamp;  // us since the epoch
   long long latencyUsec;
-  int valueType;        // ValueType
-  Return nvmlReturn;    // per-field status: check it, the call's own status only covers the call
+  int valueType;      // ValueType
+  Return nvmlReturn;  // per-field status: check it, the call's own status only covers the call
   Value value;
 };
 static_assert(sizeof(FieldValue) == 40);

@@ -10,10 +10,10 @@
 namespace dooly::power::rapl {
 
 struct Zone {
-  std::string dir;       // absolute path of the zone's folder
-  std::string id;        // "intel-rapl:0:1"
-  std::string kind;      // contents of `name`: "package-0", "dram", "core", "uncore", "psys", ...
-  std::string channel;   // "cpu0", "dram0", "core0", "node"
+  std::string dir;      // absolute path of the zone's folder
+  std::string id;       // "intel-rapl:0:1"
+  std::string kind;     // contents of `name`: "package-0", "dram", "core", "uncore", "psys", ...
+  std::string channel;  // "cpu0", "dram0", "core0", "node"
   Domain domain = Domain::other;
   int socket = -1;
   uint64_t max_energy_range_uj = 0;

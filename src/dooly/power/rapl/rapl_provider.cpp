@@ -71,8 +71,8 @@ class RaplSession final : public Session {
         r.channel = i;
         r.t_ns = t;
         r.window_ns = t - s.t_reading_ns;
-        r.power_w = static_cast<double>(s.total_uj - s.total_at_reading_uj) * 1e-6 /
-                    (static_cast<double>(r.window_ns) * 1e-9);
+        r.power_w =
+            static_cast<double>(s.total_uj - s.total_at_reading_uj) * 1e-6 / (static_cast<double>(r.window_ns) * 1e-9);
         out.push_back(r);
         s.total_at_reading_uj = s.total_uj;
         s.t_reading_ns = t;

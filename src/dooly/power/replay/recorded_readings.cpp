@@ -72,7 +72,8 @@ bool ReadingsParser::line(const LineReader& r, std::string_view type, const std:
     readings.meta.emplace_back(r.text(f[1], "the meta key"), r.text(f[2], "the meta value"));
   } else if (type == "channel") {
     auto f = split_fields(text, 9);
-    r.expect_fields(f, 9, 9, "channel,<index>,<domain>,<device>,<window_ns>,<delay_ns>,<update_ns>,<name>,<description>");
+    r.expect_fields(f, 9, 9,
+                    "channel,<index>,<domain>,<device>,<window_ns>,<delay_ns>,<update_ns>,<name>,<description>");
     const auto index = r.integer<uint32_t>(f[1], "the channel index");
     if (index != readings.channels.size())
       r.fail(fmt::format("channel index {} where {} was expected", index, readings.channels.size()),

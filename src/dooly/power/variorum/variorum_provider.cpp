@@ -105,10 +105,18 @@ SensorModel model_for(const variorum::Value& v) {
       s.update_ns = 100 * kMs;
       s.description = "Variorum power_gpu_watts (NVML 1-second average)";
       break;
-    case Domain::cpu: s.description = "Variorum power_cpu_watts"; break;
-    case Domain::dram: s.description = "Variorum power_mem_watts"; break;
-    case Domain::node: s.description = "Variorum power_node_watts"; break;
-    case Domain::other: s.description = "Variorum"; break;
+    case Domain::cpu:
+      s.description = "Variorum power_cpu_watts";
+      break;
+    case Domain::dram:
+      s.description = "Variorum power_mem_watts";
+      break;
+    case Domain::node:
+      s.description = "Variorum power_node_watts";
+      break;
+    case Domain::other:
+      s.description = "Variorum";
+      break;
   }
   return s;
 }
@@ -172,7 +180,7 @@ class VariorumSession final : public Session {
     for (const auto& v : snap.values) {
       if (v.power_w < 0) continue;  // not measurable this time
       auto it = index_.find(v.channel);
-      if (it == index_.end()) continue;  // a domain that was not measurable at open
+      if (it == index_.end()) continue;              // a domain that was not measurable at open
       if (t_ns <= last_t_ns_[it->second]) continue;  // duplicate or stale
       last_t_ns_[it->second] = t_ns;
       Reading r;

@@ -41,24 +41,34 @@ std::vector<Value> one_hot(RuleContext& c) {
 
 void register_elementwise(RuleRegistry& r) {
   for (const char* op :
-       {"add", "sub", "mul", "div", "true_divide", "truediv", "floor_divide", "floordiv", "remainder", "fmod", "mod",
-        "pow", "radd", "rsub", "rmul", "rtruediv", "rdiv", "rfloordiv", "rpow", "rmod", "neg", "pos", "abs", "exp", "exp2",
-        "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh", "sigmoid",
-        "silu", "gelu", "relu", "relu6", "leaky_relu", "elu", "selu", "celu", "softplus", "mish", "hardswish",
-        "hardsigmoid", "hardtanh", "logsigmoid", "erf", "erfinv", "reciprocal", "sign", "sgn", "clamp",
-        "clamp_min", "clamp_max", "clip", "where", "masked_fill", "maximum", "minimum", "fmax", "fmin", "eq", "ne",
-        "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "logical_xor", "bitwise_and",
-        "bitwise_or", "bitwise_not", "bitwise_xor", "and", "or", "xor", "invert", "lshift", "rshift",
-        "lerp", "addcmul", "addcdiv", "isnan", "isinf", "isfinite", "nan_to_num", "round", "floor", "ceil",
-        "trunc", "frac", "atan2", "hypot", "logaddexp", "heaviside", "copysign", "xlogy", "float_power"})
+       {"add",         "sub",        "mul",         "div",         "true_divide", "truediv",     "floor_divide",
+        "floordiv",    "remainder",  "fmod",        "mod",         "pow",         "radd",        "rsub",
+        "rmul",        "rtruediv",   "rdiv",        "rfloordiv",   "rpow",        "rmod",        "neg",
+        "pos",         "abs",        "exp",         "exp2",        "expm1",       "log",         "log2",
+        "log10",       "log1p",      "sqrt",        "rsqrt",       "square",      "sin",         "cos",
+        "tan",         "tanh",       "sigmoid",     "silu",        "gelu",        "relu",        "relu6",
+        "leaky_relu",  "elu",        "selu",        "celu",        "softplus",    "mish",        "hardswish",
+        "hardsigmoid", "hardtanh",   "logsigmoid",  "erf",         "erfinv",      "reciprocal",  "sign",
+        "sgn",         "clamp",      "clamp_min",   "clamp_max",   "clip",        "where",       "masked_fill",
+        "maximum",     "minimum",    "fmax",        "fmin",        "eq",          "ne",          "lt",
+        "le",          "gt",         "ge",          "logical_and", "logical_or",  "logical_not", "logical_xor",
+        "bitwise_and", "bitwise_or", "bitwise_not", "bitwise_xor", "and",         "or",          "xor",
+        "invert",      "lshift",     "rshift",      "lerp",        "addcmul",     "addcdiv",     "isnan",
+        "isinf",       "isfinite",   "nan_to_num",  "round",       "floor",       "ceil",        "trunc",
+        "frac",        "atan2",      "hypot",       "logaddexp",   "heaviside",   "copysign",    "xlogy",
+        "float_power"})
     r.add(op, "elementwise", broadcast_all);
-  for (const char* op :
-       {"to", "type", "type_as", "float", "half", "bfloat16", "double", "int", "long", "short", "bool", "byte", "char",
-        "cpu", "cuda", "clone", "contiguous", "detach", "copy", "fill", "zero", "normal", "uniform", "exponential",
-        "bernoulli", "random", "requires_grad", "pin_memory", "softmax", "log_softmax", "dropout", "alpha_dropout",
-        "rms_norm", "layer_norm", "group_norm", "batch_norm", "instance_norm", "normalize", "cumsum", "cumprod",
-        "cummax", "cummin", "triu", "tril", "sort", "argsort", "flip", "roll",
-        "softmin", "gumbel_softmax", "log_sigmoid", "threshold"})
+  for (const char* op : {"to",          "type",          "type_as",    "float",       "half",
+                         "bfloat16",    "double",        "int",        "long",        "short",
+                         "bool",        "byte",          "char",       "cpu",         "cuda",
+                         "clone",       "contiguous",    "detach",     "copy",        "fill",
+                         "zero",        "normal",        "uniform",    "exponential", "bernoulli",
+                         "random",      "requires_grad", "pin_memory", "softmax",     "log_softmax",
+                         "dropout",     "alpha_dropout", "rms_norm",   "layer_norm",  "group_norm",
+                         "batch_norm",  "instance_norm", "normalize",  "cumsum",      "cumprod",
+                         "cummax",      "cummin",        "triu",       "tril",        "sort",
+                         "argsort",     "flip",          "roll",       "softmin",     "gumbel_softmax",
+                         "log_sigmoid", "threshold"})
     r.add(op, "elementwise", self_shaped);
   r.add("topk", "elementwise", topk);
   r.add("one_hot", "elementwise", one_hot);

@@ -17,9 +17,8 @@ std::vector<Value> embedding(RuleContext& c) {
 
 void register_embedding(RuleRegistry& r) {
   r.add("embedding", "embedding", embedding);
-  r.add("embedding_bag", "embedding", [](RuleContext& c) -> std::vector<Value> {
-    mismatch("embedding_bag output rows depend on offsets");
-  });
+  r.add("embedding_bag", "embedding",
+        [](RuleContext& c) -> std::vector<Value> { mismatch("embedding_bag output rows depend on offsets"); });
 }
 
 }  // namespace dooly::taint::rules

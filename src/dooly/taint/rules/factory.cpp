@@ -22,10 +22,19 @@ std::vector<Value> new_full(RuleContext& c) {
 
 std::vector<Value> arange(RuleContext& c) {
   ExprPtr start = constant(0), end, step = constant(1);
-  const size_t n_int = [&] { size_t n = 0; while (n < c.call.args.size() && c.call.args[n].is_int()) ++n; return n; }();
-  if (n_int == 0 && has(c, 99, "end")) end = int_at(c, 99, "end");
-  else if (n_int == 1) end = c.call.args[0].label;
-  else if (n_int >= 2) { start = c.call.args[0].label; end = c.call.args[1].label; }
+  const size_t n_int = [&] {
+    size_t n = 0;
+    while (n < c.call.args.size() && c.call.args[n].is_int()) ++n;
+    return n;
+  }();
+  if (n_int == 0 && has(c, 99, "end"))
+    end = int_at(c, 99, "end");
+  else if (n_int == 1)
+    end = c.call.args[0].label;
+  else if (n_int >= 2) {
+    start = c.call.args[0].label;
+    end = c.call.args[1].label;
+  }
   if (n_int >= 3) step = c.call.args[2].label;
   if (!end) mismatch("arange with non-integer bounds");
   if (has(c, 99, "start")) start = int_at(c, 99, "start");
@@ -39,7 +48,8 @@ std::vector<Value> from_data(RuleContext& c) {
   for (const auto& o : c.call.outputs)
     if (o.is_tensor()) {
       for (const auto& d : o.dims) dims.push_back(unknown(d->value(), "DATA"));
-      if (o.rank()) c.notes.push_back(c.call.op + ": tensor built from Python data; its sizes are data-dependent -> UNKNOWN");
+      if (o.rank())
+        c.notes.push_back(c.call.op + ": tensor built from Python data; its sizes are data-dependent -> UNKNOWN");
       break;
     }
   return {tensor(dims)};
@@ -56,7 +66,8 @@ std::vector<Value> linspace(RuleContext& c) { return {tensor({int_at(c, 2, "step
 void register_factory(RuleRegistry& r) {
   for (const char* op : {"empty", "zeros", "ones", "rand", "randn"}) r.add(op, "factory", sized);
   for (const char* op : {"new_empty", "new_zeros", "new_ones"}) r.add(op, "factory", sized_method);
-  for (const char* op : {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"})
+  for (const char* op :
+       {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"})
     r.add(op, "factory", like);
   r.add("full", "factory", full);
   r.add("new_full", "factory", new_full);

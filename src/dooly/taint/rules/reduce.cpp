@@ -13,8 +13,10 @@ std::vector<ExprPtr> reduce_dims(RuleContext& c, size_t dim_pos, size_t keep_pos
   std::vector<ExprPtr> out;
   for (size_t i = 0; i < t.rank(); ++i) {
     const bool reduced = !given || std::find(dims.begin(), dims.end(), i) != dims.end();
-    if (!reduced) out.push_back(t.dims[i]);
-    else if (keep) out.push_back(constant(1));
+    if (!reduced)
+      out.push_back(t.dims[i]);
+    else if (keep)
+      out.push_back(constant(1));
   }
   return out;
 }
