@@ -6,6 +6,7 @@
 #     --changed BASE   format: only lines changed since the git revision BASE (git clang-format --diff);
 #                      tidy: only the .cpp files changed since BASE
 #   DOOLY_LINT_JOBS=N  clang-tidy processes at once (default: the number of CPUs)
+#   DOOLY_LINT_FILES="src/dooly/energy ..."   only files under these paths (and only their findings)
 # Findings are printed as file:line: message [check], sorted and deduplicated (a header's finding is reported
 # once, not once per file that includes it), then a count per file.
 set -euo pipefail
@@ -37,6 +38,13 @@ if [ -n "$base" ]; then
   mapfile -t changed < <(git diff --name-only "$base" -- 'src/*.cpp' 'src/*.hpp'; git ls-files --others --exclude-standard -- 'src/*.cpp' 'src/*.hpp')
   files=()
   for f in "${changed[@]}"; do [ -f "$f" ] && files+=("$f"); done
+fi
+if [ -n "${DOOLY_LINT_FILES:-}" ]; then
+  kept=()
+  for f in "${files[@]}"; do
+    for prefix in $DOOLY_LINT_FILES; do case "$f" in "$prefix"/*) kept+=("$f"); break ;; esac; done
+  done
+  files=("${kept[@]}")
 fi
 status=0
 
@@ -83,6 +91,10 @@ PY
   # warning/error lines of our own files, made relative, deduplicated.
   findings=$(cat "$logs"/*.log 2>/dev/null | grep -E '^/.*: (warning|error): ' | sed "s|^$root/||" \
              | grep -E '^src/' | sort -u || true)
+  if [ -n "${DOOLY_LINT_FILES:-}" ] && [ -n "$findings" ]; then
+    pattern=$(for prefix in $DOOLY_LINT_FILES; do printf '^%s/|' "$prefix"; done)
+    findings=$(grep -E "${pattern%|}" <<<"$findings" || true)
+  fi
   if [ -n "$findings" ]; then
     echo "$findings"
     echo "lint: clang-tidy findings per file:"

@@ -4,7 +4,10 @@
 #   2. the plain build: the deliverables (dooly, libkp_gpu_energy.so, the Python binding) and the tests that
 #      load them into other programs (a real Kokkos runtime, Python),
 #   3. the threaded parts (sampler, profiler, store concurrency) under ThreadSanitizer,
-#   4. the Python tests.
+#   4. the Python tests, and the installed package (the venv's `pip install .`),
+#   5. every reader's fuzz target for a short run (libFuzzer, ASan + UBSan; FUZZ_SECONDS per target, default 10),
+#   6. lint: clang-format over src/ and clang-tidy (bugprone, performance, complexity <= 25) over the attribution
+#      engine (src/dooly/energy/).
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +18,9 @@ echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh asan
 ctest --preset asan -j "$jobs"
 
-echo "== plain build: deliverables and integration tests"
+echo "== plain build: deliverables and integration tests; every public header compiles on its own"
 bash scripts/build.sh default
+cmake --build --preset default -j "$jobs" --target dooly_header_check
 ctest --preset default -j "$jobs" -L no-sanitizer
 
 echo "== ThreadSanitizer (threads)"
@@ -26,5 +30,14 @@ ctest --preset tsan -j "$jobs"
 if [ -f scripts/test_python.sh ]; then
   echo "== Python"
   bash scripts/test_python.sh
+  echo "== the installed package (pip install . into a fresh venv; its build reuses build/venv-wheel)"
+  DOOLY_WHEEL_BUILD_DIR="$PWD/build/venv-wheel" .venv/bin/python -m pytest -q tests/packaging
 fi
+
+echo "== fuzz targets, ${FUZZ_SECONDS:-10} s each"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+
+echo "== lint"
+bash scripts/lint.sh --format-only
+DOOLY_LINT_FILES="src/dooly/energy" bash scripts/lint.sh --tidy-only build/default
 echo "== all test suites passed"
