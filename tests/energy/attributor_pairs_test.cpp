@@ -259,6 +259,7 @@ Report play(const Script& s, bool pairs) {
   keys.intern("idle", Kind::idle);
   AttributorOptions o = s.options;
   o.pair_windows = pairs;
+  o.sensor_check = false;  // pairs change the order of event work only; the neighbours' fits would only cost time
   Attributor a(s.channels, keys, o);
   if (s.begin_run) a.begin_run(s.run0);
   for (const Script::Op& op : s.ops) {
@@ -272,11 +273,18 @@ Report play(const Script& s, bool pairs) {
   return a.finish(s.t_end);
 }
 
+// Unoptimised (sanitizer) builds run a quarter of the streams: the fit at finish() is Eigen's, unoptimised.
+#ifdef NDEBUG
+constexpr uint64_t kSeeds = 2000;
+#else
+constexpr uint64_t kSeeds = 500;
+#endif
+
 TEST(AttributorPairs, RandomStreamsGiveTheSameFiguresToTheLastBit) {
   std::vector<size_t> long_stream_events;
-  for (uint64_t seed = 0; seed < 2000; ++seed)
+  for (uint64_t seed = 0; seed < kSeeds; ++seed)
     for (int flavour = 0; flavour < 4; ++flavour) {
-      if (flavour == 3 && seed % 100 != 0) continue;  // 20 long streams
+      if (flavour == 3 && seed % 100 != 0) continue;  // kSeeds / 100 long streams
       const Script s = random_script(seed, flavour);
       const Report one_at_a_time = play(s, false), paired = play(s, true);
       ASSERT_EQ(first_difference(one_at_a_time, paired), "") << "seed " << seed << ", flavour " << flavour;
@@ -285,7 +293,7 @@ TEST(AttributorPairs, RandomStreamsGiveTheSameFiguresToTheLastBit) {
             s.ops.begin(), s.ops.end(), [](const Script::Op& op) { return std::holds_alternative<Event>(op); })));
     }
   // The long streams reach the model's keep-up point (every 4,096 processed events), where pairs fall back.
-  ASSERT_EQ(long_stream_events.size(), 20u);
+  ASSERT_EQ(long_stream_events.size(), kSeeds / 100);
   for (size_t n : long_stream_events) EXPECT_GT(n, 4096u);
 }
 
