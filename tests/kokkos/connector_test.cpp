@@ -820,10 +820,12 @@ TEST_F(ConnectorTest, RecordingAtAMillionKernelsKeepsUpThroughADiskStall) {
 #ifdef NDEBUG
   constexpr int kBursts = 20, kPerBurst = 50'000;  // 1 M kernels in 1.4 s
 #else
-  // Unoptimised (the sanitizer builds): the attributor alone cannot keep up with a million kernels a second. A
-  // tenth of the rate, and rings a sixteenth of the default, so that a 600 ms stall still overflows them.
-  constexpr int kBursts = 20, kPerBurst = 5'000;
-  setenv("DOOLY_MAX_EVENTS", "16384", 1);
+  // Unoptimised (the sanitizer builds): the attributor alone cannot keep up with a million kernels a second (at a
+  // tenth of it, unoptimised, on a busy 2-core machine, it fell behind too). A fortieth of the rate, and rings a
+  // thirty-second of the default, so that a 600 ms stall (~21,000 edges) still overflows them without the writer
+  // thread while a 20 ms tick (~700 edges) never does.
+  constexpr int kBursts = 20, kPerBurst = 1'250;
+  setenv("DOOLY_MAX_EVENTS", "8192", 1);
 #endif
   Connector c(factory());
   kokkos_init(c);
