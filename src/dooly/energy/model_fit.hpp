@@ -42,8 +42,6 @@ struct Fit {
 
   // Half-width of the 95 % interval of c'beta (infinite when the run does not determine it).
   double half_width(const Eigen::VectorXd& c) const;
-  // c'beta
-  double value(const Eigen::VectorXd& c) const { return c.dot(beta); }
   std::string interval_method() const;
 };
 

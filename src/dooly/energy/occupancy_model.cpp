@@ -74,7 +74,6 @@ OccupancyModel::OccupancyModel(const std::vector<power::Channel>& channels, Occu
     const power::Channel& ch = channels[c];
     ChannelModel& m = channels_[c];
     if (ch.domain == power::Domain::gpu && ch.device >= 0) m.only_device = ch.device;
-    m.channel_window_ns = ch.sensor.window_ns;
     m.settings = settings_for(ch, options_.sensor_check);
     m.others.resize(m.settings.size() - 1);
     m.update_ns = ch.sensor.update_ns;

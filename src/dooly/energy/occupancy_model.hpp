@@ -106,7 +106,6 @@ class OccupancyModel {
  private:
   struct ChannelModel {
     int32_t only_device = -1;
-    int64_t channel_window_ns = 0;
     std::vector<SensorSetting> settings;  // [0]: as given; then the neighbours
     int64_t update_ns = 0;
     int64_t min_delay_ns = 0, max_delay_ns = 0, max_window_ns = 0;  // over the settings
