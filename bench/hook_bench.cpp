@@ -26,7 +26,7 @@
 #include "dooly/energy/attributor.hpp"
 #include "dooly/energy/profiler.hpp"
 #include "dooly/energy/recording.hpp"
-#include "fake_power.hpp"
+#include "support/fake_session.hpp"
 
 namespace {
 
@@ -48,7 +48,7 @@ void stop_and_count(benchmark::State& state, dooly::energy::Profiler& p, int64_t
 template <typename Work>
 void profiler_loop(benchmark::State& state, Work work) {
   dooly::energy::ProfilerOptions o;  // default period (20 ms), default event buffer
-  dooly::energy::Profiler p(o, std::make_unique<dooly::kokkos::testing::ConstantPowerSession>(std::vector<double>{200.0}),
+  dooly::energy::Profiler p(o, std::make_unique<dooly::testing::FakeSession>(std::vector<double>{200.0}),
                             "fake");
   const dooly::energy::KeyId k = p.key("kernel", dooly::energy::Kind::kernel_for);
   p.start();

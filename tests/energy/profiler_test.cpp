@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "fake_session.hpp"
+#include "support/fake_session.hpp"
 
 namespace dooly::energy {
 namespace {
 
-using testing::FakeSession;
+using dooly::testing::FakeSession;
 
 const RegionRow& row(const ChannelReport& c, const std::string& name) {
   for (const auto& r : c.rows)

@@ -27,7 +27,7 @@
 #include "dooly/energy/report_writers.hpp"
 #include "dooly/common/settings.hpp"
 #include "dooly/power/registry.hpp"
-#include "fake_power.hpp"
+#include "support/fake_session.hpp"
 
 namespace dooly::kokkos {
 namespace {
@@ -117,7 +117,7 @@ class ConnectorTest : public ::testing::Test {
       ++factory_calls_;
       last_options_ = o;
       return std::make_unique<energy::Profiler>(
-          o, std::make_unique<testing::ConstantPowerSession>(std::vector<double>{kGpu0W, kGpu1W}), "fake");
+          o, std::make_unique<dooly::testing::FakeSession>(std::vector<double>{kGpu0W, kGpu1W}), "fake");
     };
   }
 

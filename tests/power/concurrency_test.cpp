@@ -8,7 +8,8 @@
 
 #include "dooly/power/nvml/nvml_provider.hpp"
 #include "dooly/power/rapl/rapl_provider.hpp"
-#include "test_util.hpp"
+#include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::power {
 namespace {
@@ -36,7 +37,7 @@ size_t poll_while_reading_counter(Session& s, int rounds) {
 }
 
 TEST(PowerConcurrency, RaplPollAndEnergyCounterShareTheAccumulatorSafely) {
-  test::TempDir dir;
+  testing::TempDir dir;
   std::filesystem::copy(std::string(DOOLY_SOURCE_DIR) + "/tests/power/fixtures/powercap_root", dir.path(),
                         std::filesystem::copy_options::recursive);
   Options o;
@@ -47,11 +48,11 @@ TEST(PowerConcurrency, RaplPollAndEnergyCounterShareTheAccumulatorSafely) {
 }
 
 TEST(PowerConcurrency, NvmlPollAndEnergyCounter) {
-  test::TempDir dir;
-  test::write_file(dir.file("script"), "device 0000:1B:00.0 NVIDIA H200\nhistory_ms 100\nsample_period_ms 1\n");
-  test::ScopedEnv script("DOOLY_STUB_NVML_SCRIPT", dir.file("script").c_str());
-  test::ScopedEnv cuda("DOOLY_LIBCUDA", DOOLY_STUB_CUDA_PATH);
-  test::ScopedEnv cvd("CUDA_VISIBLE_DEVICES", nullptr);
+  testing::TempDir dir;
+  testing::write_file(dir.file("script"), "device 0000:1B:00.0 NVIDIA H200\nhistory_ms 100\nsample_period_ms 1\n");
+  testing::ScopedEnv script("DOOLY_STUB_NVML_SCRIPT", dir.file("script").c_str());
+  testing::ScopedEnv cuda("DOOLY_LIBCUDA", DOOLY_STUB_CUDA_PATH);
+  testing::ScopedEnv cvd("CUDA_VISIBLE_DEVICES", nullptr);
   Options o;
   o.library = DOOLY_STUB_NVML_PATH;
   auto s = make_nvml_provider()->open(o);

@@ -10,13 +10,14 @@
 #include "dooly/common/error.hpp"
 #include "dooly/power/nvml/nvml_provider.hpp"
 #include "dooly/power/nvml/nvml_session.hpp"
-#include "test_util.hpp"
+#include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::power {
 namespace {
 
-using test::ScopedEnv;
-using test::TempDir;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 constexpr int64_t kMs = 1'000'000;
 // Steady <-> wall offsets are calibrated separately by the session and by the test; they agree to a few us.
@@ -34,7 +35,7 @@ class NvmlTest : public ::testing::Test {
   }
 
   void script(const std::string& text) {
-    test::write_file(dir_.file("script.txt"), text);
+    testing::write_file(dir_.file("script.txt"), text);
     setenv("DOOLY_STUB_NVML_SCRIPT", dir_.file("script.txt").c_str(), 1);
   }
 

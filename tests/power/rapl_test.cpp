@@ -13,13 +13,13 @@
 #include "dooly/common/error.hpp"
 #include "dooly/power/rapl/powercap.hpp"
 #include "dooly/power/rapl/rapl_provider.hpp"
-#include "test_util.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::power {
 namespace {
 
 namespace fs = std::filesystem;
-using test::TempDir;
+using testing::TempDir;
 
 class RaplTest : public ::testing::Test {
  protected:
@@ -29,7 +29,7 @@ class RaplTest : public ::testing::Test {
     options_.root = dir_.path();
   }
   std::string zone(const std::string& id) const { return dir_.path() + "/sys/class/powercap/" + id; }
-  void set_energy(const std::string& id, uint64_t uj) { test::write_file(zone(id) + "/energy_uj", std::to_string(uj) + "\n"); }
+  void set_energy(const std::string& id, uint64_t uj) { testing::write_file(zone(id) + "/energy_uj", std::to_string(uj) + "\n"); }
 
   TempDir dir_;
   Options options_;
@@ -126,14 +126,14 @@ TEST_F(RaplTest, AmdNamingIsAccepted) {
   fs::remove_all(dir_.path() + "/sys");
   const std::string z = dir_.path() + "/sys/class/powercap/amd-rapl:0";
   fs::create_directories(z);
-  test::write_file(z + "/name", "package-0\n");
-  test::write_file(z + "/energy_uj", "10\n");
-  test::write_file(z + "/max_energy_range_uj", "4294967295\n");
+  testing::write_file(z + "/name", "package-0\n");
+  testing::write_file(z + "/energy_uj", "10\n");
+  testing::write_file(z + "/max_energy_range_uj", "4294967295\n");
   const std::string die = dir_.path() + "/sys/class/powercap/amd-rapl:1";
   fs::create_directories(die);
-  test::write_file(die + "/name", "package-1-die-0\n");
-  test::write_file(die + "/energy_uj", "10\n");
-  test::write_file(die + "/max_energy_range_uj", "4294967295\n");
+  testing::write_file(die + "/name", "package-1-die-0\n");
+  testing::write_file(die + "/energy_uj", "10\n");
+  testing::write_file(die + "/max_energy_range_uj", "4294967295\n");
   fs::create_directories(dir_.path() + "/sys/class/powercap/amd-rapl-mmio:0");  // not a RAPL zone: ignored
   auto s = provider_->open(options_);
   ASSERT_EQ(s->channels().size(), 2u);
@@ -163,7 +163,7 @@ TEST_F(RaplTest, MissingTreeAndVanishedFilesAreExplained) {
   ASSERT_EQ(r.size(), 1u);  // the other zones still read
   EXPECT_EQ(r[0].channel, 0u);
 
-  test::write_file(zone("intel-rapl:0") + "/max_energy_range_uj", "lots\n");
+  testing::write_file(zone("intel-rapl:0") + "/max_energy_range_uj", "lots\n");
   try {
     provider_->open(options_);
     FAIL() << "open should throw";

@@ -16,7 +16,7 @@
 #include "dooly/common/error.hpp"
 #include "dooly/energy/recording.hpp"
 #include "dooly/power/replay/recorded_readings.hpp"
-#include "test_util.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::power {
 namespace {
@@ -26,7 +26,7 @@ using energy::Recording;
 using energy::RecordingWriter;
 using energy::write_recording;
 
-using test::TempDir;
+using testing::TempDir;
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -164,7 +164,7 @@ TEST_P(RecordingReject, NamesTheLineTheProblemAndTheFix) {
   const BadCase& c = GetParam();
   TempDir dir;
   const std::string path = dir.file("bad.dooly");
-  test::write_file(path, c.text);
+  testing::write_file(path, c.text);
   try {
     read_recording(path);
     FAIL() << c.what << ": should throw";
@@ -264,7 +264,7 @@ TEST(Recording, NestingIsBoundedPerThread) {
   std::string text = "# dooly-recording v1\nkey,1,region,r\n";
   for (int i = 0; i < 1025; ++i) text += fmt::format("b,{},1,0,0,1\n", i);
   TempDir dir;
-  test::write_file(dir.file("deep"), text);
+  testing::write_file(dir.file("deep"), text);
   try {
     read_recording(dir.file("deep"));
     FAIL() << "should throw";
@@ -278,7 +278,7 @@ TEST(Recording, NestingIsBoundedPerThread) {
     for (int i = 0; i < 1024; ++i) text += fmt::format("b,{},1,0,0,1\n", round * 10000 + i);
     for (int i = 1023; i >= 0; --i) text += fmt::format("e,{},1,0,0,1\n", round * 10000 + 5000 - i);
   }
-  test::write_file(dir.file("ok"), text);
+  testing::write_file(dir.file("ok"), text);
   EXPECT_EQ(read_recording(dir.file("ok")).events.size(), 4096u);
 }
 
@@ -332,7 +332,7 @@ TEST(RecordedReadings, ReplayReadsThePowerLinesAndSkipsTheEnergyOnes) {
   // line of an undeclared key passes here and fails in the full reader), but an unknown type still fails.
   const std::string text = std::string(kHead) + "meta,backend,nvml\nkey,1,for,a\nb,5,9,0,0,1\ns,0,5,2.5\nc,0,6,10\n";
   TempDir dir;
-  test::write_file(dir.file("r"), text);
+  testing::write_file(dir.file("r"), text);
   const RecordedReadings r = read_recorded_readings(dir.file("r"));
   ASSERT_EQ(r.channels.size(), 1u);
   ASSERT_EQ(r.samples.size(), 1u);
@@ -341,21 +341,21 @@ TEST(RecordedReadings, ReplayReadsThePowerLinesAndSkipsTheEnergyOnes) {
   EXPECT_DOUBLE_EQ(r.counters[0].energy_j, 10.0);
   EXPECT_EQ(r.meta.at(0).second, "nvml");
   EXPECT_THROW(read_recording(dir.file("r")), InputError);  // key 9 is not declared
-  test::write_file(dir.file("x"), std::string(kHead) + "x,1\n");
+  testing::write_file(dir.file("x"), std::string(kHead) + "x,1\n");
   try {
     read_recorded_readings(dir.file("x"));
     FAIL() << "should throw";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.problem()), dir.file("x") + ":3: unknown record type 'x'");
   }
-  test::write_file(dir.file("neg"), std::string(kHead) + "s,0,5,-406\n");
+  testing::write_file(dir.file("neg"), std::string(kHead) + "s,0,5,-406\n");
   EXPECT_THROW(read_recorded_readings(dir.file("neg")), InputError);
 }
 
 TEST(Recording, UnknownKeyKindIsRefusedAtItsLine) {
   // The kind was checked only by the analysis, in a message without file:line.
   TempDir dir;
-  test::write_file(dir.file("k"), "# dooly-recording v1\nkey,1,kernel,a\n");
+  testing::write_file(dir.file("k"), "# dooly-recording v1\nkey,1,kernel,a\n");
   try {
     read_recording(dir.file("k"));
     FAIL() << "should throw";
@@ -379,7 +379,7 @@ TEST(Recording, MissingFileIsExplained) {
 
 TEST(Recording, CommentsBlankLinesAndCrLfAreAccepted) {
   TempDir dir;
-  test::write_file(dir.file("r"), std::string(kHead) + "\r\n# note\r\ns,0,5,2.5\r\n");
+  testing::write_file(dir.file("r"), std::string(kHead) + "\r\n# note\r\ns,0,5,2.5\r\n");
   const Recording r = read_recording(dir.file("r"));
   ASSERT_EQ(r.samples.size(), 1u);
   EXPECT_EQ(r.channels[0].sensor.description, "H200");

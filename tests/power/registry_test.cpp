@@ -6,13 +6,14 @@
 #include "dooly/common/error.hpp"
 #include "dooly/power/registry.hpp"
 #include "dooly/power/replay/replay_provider.hpp"
-#include "test_util.hpp"
+#include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::power {
 namespace {
 
-using test::ScopedEnv;
-using test::TempDir;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 TEST(DefaultRegistry, HoldsEveryBackendInDetectionOrder) {
   const Registry r = make_default_registry();
@@ -56,7 +57,7 @@ TEST(DefaultRegistry, AutoDetectionFallsThroughToRaplAndSaysWhyOthersWereSkipped
 
 TEST(DefaultRegistry, ForcedReplayOpensTheRecording) {
   TempDir dir;
-  test::write_file(dir.file("r"), "# dooly-recording v1\nchannel,0,gpu,0,0,0,0,gpu0,x\ns,0,1,50\n");
+  testing::write_file(dir.file("r"), "# dooly-recording v1\nchannel,0,gpu,0,0,0,0,gpu0,x\ns,0,1,50\n");
   ScopedEnv file("DOOLY_REPLAY_FILE", dir.file("r").c_str());
   const Registry r = make_default_registry();
   Selection sel = select(r, Options{}, "replay");

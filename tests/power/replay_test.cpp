@@ -8,20 +8,21 @@
 #include "dooly/common/error.hpp"
 #include "dooly/power/replay/recorded_readings.hpp"
 #include "dooly/power/replay/replay_provider.hpp"
-#include "test_util.hpp"
+#include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::power {
 namespace {
 
-using test::ScopedEnv;
-using test::TempDir;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 constexpr int64_t kMs = 1'000'000;
 
 // Two channels, written channel by channel (so out of time order across channels), with counters.
 std::string write_two_channel_recording(const TempDir& dir) {
   const std::string path = dir.file("run.dooly");
-  test::write_file(path,
+  testing::write_file(path,
                    "# dooly-recording v1\n"
                    "meta,host,h200\n"
                    "channel,0,gpu,0,0,0,20000000,gpu0,NVIDIA H200: nvmlDeviceGetSamples\n"
@@ -80,7 +81,7 @@ TEST(Replay, AsIsReturnsEverySampleAtOnceThenEndsTheRecording) {
 TEST(Replay, RealtimeShiftsTheFirstSampleToOpenAndReleasesSamplesAsTimePasses) {
   TempDir dir;
   const std::string path = dir.file("rt.dooly");
-  test::write_file(path,
+  testing::write_file(path,
                    "# dooly-recording v1\n"
                    "channel,0,gpu,0,0,0,20000000,gpu0,x\n"
                    "s,0,500000000000,100\n"
@@ -118,7 +119,7 @@ TEST(Replay, RealtimeShiftsTheFirstSampleToOpenAndReleasesSamplesAsTimePasses) {
 TEST(Replay, RealtimeEndsAfterTheLastSampleIsReleased) {
   TempDir dir;
   const std::string path = dir.file("short.dooly");
-  test::write_file(path, "# dooly-recording v1\nchannel,0,node,-1,0,0,0,node,x\ns,0,10,1\ns,0,2000010,2\n");
+  testing::write_file(path, "# dooly-recording v1\nchannel,0,node,-1,0,0,0,node,x\ns,0,10,1\ns,0,2000010,2\n");
   Options o;
   o.path = path;
   auto s = make_replay_provider()->open(o);
@@ -155,7 +156,7 @@ TEST(Replay, FileComesFromTheEnvironmentAndIsNeverAutoDetected) {
   EXPECT_EQ(p->open(Options{})->channels().size(), 2u);
 
   // A malformed recording is the reader's InputError, naming the line.
-  test::write_file(dir.file("bad"), "# dooly-recording v1\ns,0,1,1\n");
+  testing::write_file(dir.file("bad"), "# dooly-recording v1\ns,0,1,1\n");
   Options o;
   o.path = dir.file("bad");
   try {
@@ -164,7 +165,7 @@ TEST(Replay, FileComesFromTheEnvironmentAndIsNeverAutoDetected) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(dir.file("bad") + ":2: channel 0 is not declared"), std::string::npos);
   }
-  test::write_file(dir.file("nosamples"), "# dooly-recording v1\nchannel,0,node,-1,0,0,0,node,x\n");
+  testing::write_file(dir.file("nosamples"), "# dooly-recording v1\nchannel,0,node,-1,0,0,0,node,x\n");
   o.path = dir.file("nosamples");
   EXPECT_THROW(p->open(o), InputError);
 }

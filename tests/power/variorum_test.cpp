@@ -8,13 +8,14 @@
 #include "dooly/common/error.hpp"
 #include "dooly/power/variorum/variorum_json.hpp"
 #include "dooly/power/variorum/variorum_provider.hpp"
-#include "test_util.hpp"
+#include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::power {
 namespace {
 
-using test::ScopedEnv;
-using test::TempDir;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 constexpr int64_t kMs = 1'000'000;
 
@@ -26,7 +27,7 @@ class VariorumTest : public ::testing::Test {
   // Each script gets its own file name: the stub restarts its sequence when the name changes.
   void script(const std::string& text) {
     const std::string path = dir_.file(fmt::format("script{}.txt", ++scripts_));
-    test::write_file(path, text);
+    testing::write_file(path, text);
     setenv("DOOLY_STUB_VARIORUM_SCRIPT", path.c_str(), 1);
   }
 

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "../trace/small_trace.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/signature/sign.hpp"
 #include "dooly/store/ingest.hpp"
-#include "temp_dir.hpp"
+#include "support/small_trace.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::store {
 namespace {
@@ -24,7 +24,7 @@ std::string write_json(const TempDir& dir, const std::string& name, const json& 
 }
 
 json toy(const std::string& model, const std::string& dtype = "float32") {
-  json j = trace::testing::small_trace();
+  json j = testing::small_trace();
   j["model"] = model;
   j["dtype"] = dtype;
   j["device"] = "cpu";

@@ -7,7 +7,7 @@
 
 #include "dooly/store/schema.hpp"
 #include "dooly/store/store.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::store {
 namespace {
@@ -282,7 +282,7 @@ TEST(Schema, UnwritablePathSaysWhatToCheck) {
 
 TEST(Schema, DirectoryInsteadOfFile) {
   TempDir dir;
-  const StoreError e = expect_store_error([&] { Store::open(dir.path().string()); });
+  const StoreError e = expect_store_error([&] { Store::open(dir.path()); });
   EXPECT_EQ(e.sqlite_code() & 0xff, SQLITE_CANTOPEN) << e.what();
 }
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "dooly/store/sqlite.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::store {
 namespace {

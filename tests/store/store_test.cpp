@@ -5,7 +5,7 @@
 
 #include "dooly/common/clock.hpp"
 #include "dooly/store/store.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::store {
 namespace {

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "dooly/store/store.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::store {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/trace/call_tree.hpp"
-#include "small_trace.hpp"
+#include "support/small_trace.hpp"
 
 namespace dooly::trace {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/trace/trace.hpp"
-#include "small_trace.hpp"
+#include "support/small_trace.hpp"
 
 namespace dooly::trace {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "dooly/trace/trace.hpp"
 
-namespace dooly::trace::testing {
+namespace dooly::testing {
 
 inline nlohmann::json dim(int64_t v, const char* k, const char* e) { return {{"v", v}, {"k", k}, {"e", e}, {"f", e}}; }
 
@@ -30,9 +30,9 @@ inline nlohmann::json small_trace(int64_t toks = 7) {
                           op(5, 2, "mul", "layers.1", toks, 64), op(6, 2, "add", "layers.1", toks, 64),
                           op(8, 3, "mul", "layers.2", toks, 64), op(9, 3, "add", "layers.2", toks, 64),
                           op(10, 0, "neg", "", toks, 64)});
-  return {{"version", kTraceFormatVersion}, {"model", "toy"}, {"config_hash", "abc"}, {"attention", "paged|sdpa"}, {"modules", modules},
+  return {{"version", trace::kTraceFormatVersion}, {"model", "toy"}, {"config_hash", "abc"}, {"attention", "paged|sdpa"}, {"modules", modules},
           {"steps", json::array({json{{"step", 0}, {"kind", "prefill"}, {"num_tokens", toks}, {"num_requests", 1},
                                       {"calls", calls}, {"ops", ops}}})}};
 }
 
-}  // namespace dooly::trace::testing
+}  // namespace dooly::testing
