@@ -33,10 +33,15 @@ Report sample_report() {
   c.run_time_s = 25.5;
   c.samples = 1275;
   c.conservation = {4000.25, 3357.9, 642.35, 4010.0};
-  c.fit = {true, "", 1275, 63.5, false, 11.25, 0.975, 2, 0};
+  c.fit.fitted = true;
+  c.fit.samples = 1275;
+  c.fit.intercept_w = 63.5;
+  c.fit.residual_rms_w = 11.25;
+  c.fit.r_squared = 0.975;
+  c.fit.columns = 2;
+  c.fit.nnls_iterations = 3;
   c.fit.interval_method = "95 %: the wider of a jackknife over 20 blocks of readings and the fit's covariance";
   c.fit.interval_blocks = 20;
-  c.fit.nnls_iterations = 3;
   c.sensor_check.done = true;
   c.sensor_check.given = {25'000'000, 4'000'000, true, 11.25, 0};
   c.sensor_check.neighbours = {{25'000'000, 3'000'000, true, 11.5, 1},
