@@ -196,6 +196,21 @@ void profiler_at_rate(benchmark::State& state) {
 // one region) over NVML-like readings (every 20 ms, 25 ms window, 4 ms late), handed to the Attributor in
 // 100 ms batches as the sampler's ticks do. state.range(1) = 1: a kernel's begin and end charged in one step
 // (the default), 0: one event at a time. Reports ns of attribution work per kernel.
+// The stream's events (its setup, outside the timed loop; not inlined, so that bench/compare_attributor.sh can
+// take its instructions out of the stream's).
+[[gnu::noinline]] std::vector<dooly::energy::Event> stream_events(int depth, const dooly::energy::KeyId (&kernels)[2],
+                                                                 dooly::energy::KeyId region, int64_t second,
+                                                                 int64_t kernel) {
+  std::vector<dooly::energy::Event> events;
+  if (depth > 1) events.push_back({0, region, 0, -1, true});
+  for (int64_t t = 1000, i = 0; t + kernel < second; t += kernel, ++i) {
+    events.push_back({t, kernels[(i / 64) % 2], 0, 0, true});
+    events.push_back({t + kernel * 3 / 4, kernels[(i / 64) % 2], 0, 0, false});
+  }
+  if (depth > 1) events.push_back({second - 1, region, 0, -1, false});
+  return events;
+}
+
 void attributor_stream(benchmark::State& state) {
   namespace en = dooly::energy;
   const int depth = static_cast<int>(state.range(0));
@@ -206,13 +221,7 @@ void attributor_stream(benchmark::State& state) {
   en::KeyTable keys;
   const en::KeyId kernels[2] = {keys.intern("triad", en::Kind::kernel_for), keys.intern("fma", en::Kind::kernel_for)};
   const en::KeyId region = keys.intern("step", en::Kind::region);
-  std::vector<en::Event> events;
-  if (depth > 1) events.push_back({0, region, 0, -1, true});
-  for (int64_t t = 1000, i = 0; t + kKernel < kSecond; t += kKernel, ++i) {
-    events.push_back({t, kernels[(i / 64) % 2], 0, 0, true});
-    events.push_back({t + kKernel * 3 / 4, kernels[(i / 64) % 2], 0, 0, false});
-  }
-  if (depth > 1) events.push_back({kSecond - 1, region, 0, -1, false});
+  const std::vector<en::Event> events = stream_events(depth, kernels, region, kSecond, kKernel);
   const size_t kernel_count = (events.size() - (depth > 1 ? 2 : 0)) / 2;
   for (auto _ : state) {
     en::Attributor a({ch}, keys, options);

@@ -40,7 +40,7 @@ Attributor::Attributor(std::vector<power::Channel> channels, const KeyTable& key
       options_(options),
       in_(n_channels_),
       model_(make_model(channels_, options_)),
-      charger_(only_devices(channels_), update_periods(channels_), keys, model_.get()),
+      charger_(only_devices(channels_), update_periods(channels_), keys, model_ ? model_->segment_log() : nullptr),
       e0_(n_channels_),
       e1_(n_channels_),
       trace_end_(n_channels_),
@@ -144,15 +144,18 @@ void Attributor::expect_events(int64_t events_complete_ns) {
 }
 
 void Attributor::process(int64_t horizon_ns, bool hold_last) {
-  EventOrder::Step s;
-  // A pair counts as two events; where the keep-up point would fall between them they go one at a time, so that
-  // it falls where it would have.
-  while (order_.next(horizon_ns, hold_last, options_.pair_windows && since_keep_up_ + 1 < kKeepUpEvents, s)) {
-    if (s.pair)
-      process_pair(s.first, s.second);
+  for (int step = 0; (step = order_.next(horizon_ns, hold_last, pairs_allowed())) != 0; order_.pop(step)) {
+    if (step == 2)
+      process_pair_any(order_.front(), order_.second());
     else
-      process_one(s.first);
+      process_one(order_.front());
   }
+}
+
+void Attributor::pair_with_front(const Event& end) {
+  order_.take_end(end);
+  process_pair_any(order_.front(), end);
+  order_.pop(1);
 }
 
 void Attributor::process_one(const Event& ev) {
@@ -170,17 +173,6 @@ void Attributor::process_one(const Event& ev) {
     charger_.end_nested(ev, e, extrapolated);
   }
   if (++since_keep_up_ >= kKeepUpEvents) [[unlikely]]
-    keep_up();
-}
-
-void Attributor::process_pair(const Event& begin, const Event& end) {
-  take_counter_marks(end.t_ns);
-  bool extrapolated = false, ignored = false;  // a begin's extrapolation is not counted (as in begin_nested)
-  energies_at(begin.t_ns, e0_.data(), ignored);
-  energies_at(end.t_ns, e1_.data(), extrapolated);
-  charger_.nested_window(begin, end.t_ns, e0_.data(), e1_.data(), extrapolated);
-  since_keep_up_ += 2;
-  if (since_keep_up_ >= kKeepUpEvents) [[unlikely]]
     keep_up();
 }
 
@@ -214,8 +206,10 @@ void Attributor::advance(int64_t events_complete_ns) {
   process(horizon, /*hold_last=*/false);
   take_counter_marks(horizon);
   order_.processed_to(horizon);
-  EventOrder::Step s;
-  while (order_.size() > options_.max_pending_events && order_.next(INT64_MAX, false, false, s)) process_one(s.first);
+  while (order_.size() > options_.max_pending_events && order_.next(INT64_MAX, false, false) == 1) {
+    process_one(order_.front());
+    order_.pop(1);
+  }
   feed_model(order_.processed_ns(), false);
   trim(order_.processed_ns(), /*trace=*/true);
 }

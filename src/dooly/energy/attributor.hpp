@@ -69,10 +69,12 @@ class Attributor {
   void add_event(const Event& e) {
     if (e.t_ns < order_.last_event_ns() || e.t_ns < order_.processed_ns()) [[unlikely]]
       return add_late_event(e);
+    // A kernel's end right after its begin, both covered: charged at once (what process() would do next).
+    if (e.t_ns <= ready_ns_ && pairs_allowed() && order_.closes_front(e)) return pair_with_front(e);
     order_.push(e);
     // In order and covered: everything before it is too, so what waits is processed now (but a begin, which may
     // pair with the next event).
-    if (e.t_ns <= ready_ns_) process(ready_ns_, /*hold_last=*/true);
+    if (e.t_ns <= ready_ns_ && !order_.holds_one_begin()) process(ready_ns_, /*hold_last=*/true);
   }
   void add_counter(uint32_t channel, int64_t t_ns, double energy_j);
   // Every event before events_complete_ns is being added now (after this batch's readings): add_event may
@@ -120,7 +122,32 @@ class Attributor {
   // An event older than the newest one added, or than what is processed (its thread was preempted between its
   // clock read and its store): sorted in among those waiting, or moved up to the processed instant.
   void add_late_event(const Event& e);
-  void process_pair(const Event& begin, const Event& end);
+  // A window's begin and end with nothing in between, charged in one step. Inlined into process() and
+  // pair_with_front(): it runs once per kernel. N: the number of channels, where known (1: one GPU), else 0.
+  template <size_t N>
+  [[gnu::always_inline]] void process_pair(const Event& begin, const Event& end) {
+    if (!counter_marks_.empty()) take_counter_marks(end.t_ns);
+    double e0_local[N ? N : 1], e1_local[N ? N : 1];
+    double* e0 = N ? e0_local : e0_.data();
+    double* e1 = N ? e1_local : e1_.data();
+    bool extrapolated = false, ignored = false;  // a begin's extrapolation is not counted (as in begin_nested)
+    energies_at<N>(begin.t_ns, e0, ignored);
+    energies_at<N>(end.t_ns, e1, extrapolated);
+    charger_.nested_window<N>(begin, end.t_ns, e0, e1, extrapolated);
+    since_keep_up_ += 2;
+    if (since_keep_up_ >= kKeepUpEvents) [[unlikely]]
+      keep_up();
+  }
+  [[gnu::always_inline]] void process_pair_any(const Event& begin, const Event& end) {
+    if (n_channels_ == 1)
+      process_pair<1>(begin, end);
+    else
+      process_pair<0>(begin, end);
+  }
+  void pair_with_front(const Event& end);
+  // A pair counts as two events; where the keep-up point would fall between them they go one at a time, so that
+  // it falls where it would have.
+  bool pairs_allowed() const noexcept { return options_.pair_windows && since_keep_up_ + 1 < kKeepUpEvents; }
   // A nested begin waiting for its end is processed now (something else comes between them).
   void release_held() {
     if (order_.size() == 1) process(ready_ns_, /*hold_last=*/false);
@@ -134,9 +161,10 @@ class Attributor {
   void feed_model(int64_t horizon_ns, bool all);
   void trim(int64_t horizon_ns, bool trace);
   void take_counter_marks(int64_t until_ns);
+  template <size_t N = 0>
   void energies_at(int64_t t_ns, double* out, bool& extrapolated) const {
     bool ex = false;
-    for (size_t c = 0; c < n_channels_; ++c) out[c] = in_[c].trace.energy_j(t_ns, &ex);
+    for (size_t c = 0; c < (N ? N : n_channels_); ++c) out[c] = in_[c].trace.energy_j(t_ns, &ex);
     if (ex) extrapolated = true;
   }
   void sample(Reservoir& r, double value);

@@ -13,14 +13,6 @@ namespace dooly::energy {
 
 class EventOrder {
  public:
-  // What comes out next: one event, or a nested window's begin and end with nothing in between (charged in one
-  // step).
-  struct Step {
-    Event first;
-    Event second;
-    bool pair = false;
-  };
-
   void push(Event e) {
     if (e.t_ns < processed_ns_) e.t_ns = processed_ns_;
     if (e.t_ns >= last_ns_) {
@@ -32,28 +24,38 @@ class EventOrder {
                                 [](int64_t t, const Event& x) { return t < x.t_ns; });
     pending_.insert(pos, e);
   }
-  // The next step at or before horizon_ns. hold_last: a nested begin at the back stays (its end may be next).
-  // allow_pair: a begin and its end may come out together.
-  bool next(int64_t horizon_ns, bool hold_last, bool allow_pair, Step& out) {
-    if (pending_.empty() || pending_.front().t_ns > horizon_ns) return false;
+  // The next step at or before horizon_ns: 0 (nothing), 1 (one event, front()) or 2 (a nested window's begin and
+  // its end with nothing in between, front() and second(): charged in one step). hold_last: a nested begin at the
+  // back stays (its end may be next). allow_pair: a begin and its end may come out together. The step is final
+  // (processed_ns() reaches it) but stays queued, read in place, until pop(step); nothing may be pushed between.
+  int next(int64_t horizon_ns, bool hold_last, bool allow_pair) {
+    if (pending_.empty() || pending_.front().t_ns > horizon_ns) return 0;
     const Event& e = pending_.front();
-    if (e.begin && (e.flags & flags::nested)) {
+    int step = 1;
+    if (opens_nested(e)) {
       if (pending_.size() == 1) {
-        if (hold_last) return false;
+        if (hold_last) return 0;
       } else if (allow_pair && closes(e, pending_[1]) && pending_[1].t_ns <= horizon_ns) {
-        out = {e, pending_[1], true};
-        pending_.pop_front();
-        pending_.pop_front();
-        mark(out.second.t_ns);
-        return true;
+        step = 2;
       }
     }
-    out.first = e;
-    out.pair = false;
-    pending_.pop_front();
-    mark(out.first.t_ns);
-    return true;
+    mark(pending_[static_cast<size_t>(step) - 1].t_ns);
+    return step;
   }
+  const Event& front() const noexcept { return pending_.front(); }
+  const Event& second() const noexcept { return pending_[1]; }
+  void pop(int step) noexcept { pending_.pop_front(static_cast<size_t>(step)); }
+  // What waits is one nested begin alone and `end` (in order, not yet pushed) closes it: the pair can be charged
+  // without queueing the end. take_end() then counts the end as pushed and processed; the begin is front().
+  bool closes_front(const Event& end) const noexcept {
+    return pending_.size() == 1 && opens_nested(pending_.front()) && closes(pending_.front(), end);
+  }
+  void take_end(const Event& end) noexcept {
+    last_ns_ = end.t_ns;
+    mark(end.t_ns);
+  }
+  // What waits is one nested begin alone, which next() holds for its end (with hold_last).
+  bool holds_one_begin() const noexcept { return pending_.size() == 1 && opens_nested(pending_.front()); }
   // Everything up to horizon_ns is final (no event before it can come any more).
   void processed_to(int64_t horizon_ns) { mark(horizon_ns); }
 
@@ -63,6 +65,7 @@ class EventOrder {
   int64_t last_event_ns() const noexcept { return last_ns_; }
 
  private:
+  static bool opens_nested(const Event& e) noexcept { return e.begin && (e.flags & flags::nested); }
   static bool closes(const Event& begin, const Event& e) noexcept {
     return !e.begin && (e.flags & flags::nested) && e.key == begin.key && e.thread == begin.thread;
   }

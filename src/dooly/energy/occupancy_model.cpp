@@ -52,7 +52,7 @@ void add_row_to(Eq& eq, const std::vector<std::pair<int, double>>& x, double y) 
 }
 
 // The row of reading power y for the shares in `occ` (ns of a window of w ns; w == 0: a point, shares 0 or 1).
-void build_row(Design& d, const KeyTally& occ, int64_t w, size_t max_keys, std::vector<std::pair<int, double>>& x) {
+void build_row(Design& d, const DenseTally& occ, int64_t w, size_t max_keys, std::vector<std::pair<int, double>>& x) {
   x.clear();
   x.emplace_back(0, 1.0);
   const double per_ns = w == 0 ? 1.0 : 1.0 / static_cast<double>(w);
@@ -70,6 +70,7 @@ void build_row(Design& d, const KeyTally& occ, int64_t w, size_t max_keys, std::
 
 OccupancyModel::OccupancyModel(const std::vector<power::Channel>& channels, OccupancyOptions options)
     : options_(options), channels_(channels.size()) {
+  segments_.cap = options_.max_segments;
   for (size_t c = 0; c < channels.size(); ++c) {
     const power::Channel& ch = channels[c];
     ChannelModel& m = channels_[c];
@@ -94,23 +95,31 @@ size_t OccupancyModel::retained_readings() const noexcept {
 }
 
 void OccupancyModel::occupancy(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open,
-                               KeyTally& tally) {
-  const bool point = x == y;
+                               DenseTally& tally) {
+  if (x == y)
+    scan<true>(m, x, y, sign, open, tally);
+  else
+    scan<false>(m, x, y, sign, open, tally);
+}
+
+template <bool kPoint>
+void OccupancyModel::scan(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open,
+                          DenseTally& tally) {
   const int32_t only = m.only_device;
   auto add = [&](KeyId key, int32_t device, int64_t t0, int64_t t1) __attribute__((always_inline)) {
     if (only >= 0 && device >= 0 && only != device) return;  // not this channel's GPU
-    const int64_t ns = point ? int64_t{t0 <= y && y < t1} : std::min(y, t1) - std::max(x, t0);
+    const int64_t ns = kPoint ? int64_t{t0 <= y && y < t1} : std::min(y, t1) - std::max(x, t0);
     if (ns > 0) tally.add(key, sign * ns);
   };
   // Segments are in order of their end; each thread's are disjoint and in order, so once a thread shows a
   // segment starting after the window, none of its later ones can reach into it: stop when every thread has.
-  const auto end = segments_.end();
-  auto it = std::lower_bound(segments_.begin(), end, x, [](const Segment& s, int64_t t) { return s.t1 <= t; });
+  const auto end = segments_.items.end();
+  auto it = std::lower_bound(segments_.items.begin(), end, x, [](const Segment& s, int64_t t) { return s.t1 <= t; });
   const size_t n_threads = open.threads();
   past_.assign(n_threads, false);
   size_t threads_past = 0;
   for (; it != end && threads_past < n_threads; ++it) {
-    if (it->t0 < y || (point && it->t0 <= y)) {
+    if (kPoint ? it->t0 <= y : it->t0 < y) {
       add(it->key, it->device, it->t0, it->t1);
     } else if (it->thread < n_threads && !past_[it->thread]) {
       past_[it->thread] = true;
@@ -213,7 +222,8 @@ void OccupancyModel::trim(int64_t horizon_ns, const std::vector<int64_t>& trace_
       keep_from = std::min(keep_from, end < INT64_MIN + reach ? INT64_MIN : end - reach);
     }
   }
-  while (!segments_.empty() && segments_.front().t1 < keep_from) segments_.pop_front();
+  Fifo<Segment>& segs = segments_.items;
+  while (!segs.empty() && segs.front().t1 < keep_from) segs.pop_front();
 }
 
 }  // namespace dooly::energy

@@ -64,13 +64,8 @@ class OccupancyModel {
 
   // A reading of channel c from within the run (its window lies before the events that will reach it).
   void add_reading(size_t c, const power::Reading& r) { channels_[c].pending.push_back(r); }
-  void add_segment(const Segment& s) {
-    if (segments_.size() >= options_.max_segments) [[unlikely]] {
-      segments_.pop_front();
-      ++segments_dropped_;
-    }
-    segments_.push_back(s);
-  }
+  // Where the charger records the segments (WindowCharger's constructor takes it).
+  SegmentLog* segment_log() noexcept { return &segments_; }
   // Consumes the readings whose sensor windows end at or before horizon_ns (all of them with `all`): the events
   // are final there. `open` is what is innermost on each thread now. `quiet` gets the power of readings whose
   // window no window occupied.
@@ -99,8 +94,8 @@ class OccupancyModel {
   size_t neighbours(size_t c) const noexcept { return channels_[c].settings.size() - 1; }
   const SensorSetting& neighbour_setting(size_t c, size_t i) const noexcept { return channels_[c].settings[i + 1]; }
   const Design& neighbour(size_t c, size_t i) const noexcept { return channels_[c].others[i]; }
-  uint64_t segments_dropped() const noexcept { return segments_dropped_; }
-  size_t retained_segments() const noexcept { return segments_.size(); }
+  uint64_t segments_dropped() const noexcept { return segments_.dropped; }
+  size_t retained_segments() const noexcept { return segments_.items.size(); }
   size_t retained_readings() const noexcept;
 
  private:
@@ -120,14 +115,15 @@ class OccupancyModel {
   // Adds one reading's row to every set of equations; true when no window occupied it (a quiet reading).
   bool add_row(size_t c, const power::Reading& r, const WindowCharger& open);
   // Adds sign * (ns of [x, y) each key was innermost) to `tally`; a point (x == y) counts who is innermost at it.
-  void occupancy(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open, KeyTally& tally);
+  void occupancy(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open, DenseTally& tally);
+  template <bool kPoint>
+  void scan(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open, DenseTally& tally);
   void add_to_block(ChannelModel& m, const std::vector<std::pair<int, double>>& x, double y);
 
   OccupancyOptions options_;
   std::vector<ChannelModel> channels_;
-  Fifo<Segment> segments_;  // in order of their end
-  uint64_t segments_dropped_ = 0;
-  KeyTally occ_, scratch_;
+  SegmentLog segments_;
+  DenseTally occ_, scratch_;
   std::vector<bool> past_;
   std::vector<std::pair<int, double>> x_;
 };

@@ -44,13 +44,16 @@ size_t PowerTrace::locate(int64_t t_ns) const noexcept {
   // Precondition: front().t_ns <= t_ns < back().t_ns. Consecutive queries are mostly in one interval or a few
   // readings later: walk from the cursor, binary search beyond that.
   size_t i = cursor_ + 1 < points_.size() && points_[cursor_].t_ns <= t_ns ? cursor_ : 0;
-  for (int step = 0; step < 4; ++step) {
-    if (points_[i + 1].t_ns > t_ns) return cursor_ = i;
-    ++i;
+  for (int step = 0; step < 4 && points_[i + 1].t_ns <= t_ns; ++step) ++i;
+  if (points_[i + 1].t_ns <= t_ns) {
+    auto it = std::upper_bound(points_.begin() + static_cast<std::ptrdiff_t>(i), points_.end(), t_ns,
+                               [](int64_t t, const Point& p) { return t < p.t_ns; });
+    i = static_cast<size_t>(it - points_.begin()) - 1;
   }
-  auto it = std::upper_bound(points_.begin() + static_cast<std::ptrdiff_t>(i), points_.end(), t_ns,
-                             [](int64_t t, const Point& p) { return t < p.t_ns; });
-  return cursor_ = static_cast<size_t>(it - points_.begin()) - 1;
+  cursor_ = i;
+  at_ = points_[i];
+  at_end_ns_ = points_[i + 1].t_ns;
+  return i;
 }
 
 double PowerTrace::power_w(int64_t t_ns) const {

@@ -26,10 +26,7 @@ class PowerTrace {
   // (first value before, last value after); `extrapolated` is set when that happened.
   double energy_j(int64_t t_ns, bool* extrapolated = nullptr) const {
     // Fast path: t in the reading interval the previous query found (time-ordered queries mostly are).
-    if (cursor_ + 1 < points_.size()) {
-      const Point& a = points_[cursor_];
-      if (a.t_ns <= t_ns && t_ns < points_[cursor_ + 1].t_ns) return a.integral_to(t_ns);
-    }
+    if (at_.t_ns <= t_ns && t_ns < at_end_ns_) return at_.integral_to(t_ns);
     return energy_j_located(t_ns, extrapolated);
   }
   // Power at t, linearly interpolated (held constant outside).
@@ -56,6 +53,10 @@ class PowerTrace {
 
   Fifo<Point> points_;
   mutable size_t cursor_ = 0;  // index of the point the last in-range query found
+  // A copy of that point and where its interval ends (a point's values are final once the next one is
+  // appended, and trimming moves no value): the fast path reads these alone. Empty (end INT64_MIN) at first.
+  mutable Point at_{0, 0.0, 0.0, 0.0};
+  mutable int64_t at_end_ns_ = INT64_MIN;
   bool trimmed_ = false;
   double first_power_w_ = 0.0;  // for extrapolation before the first reading
 };

@@ -2,29 +2,16 @@
 
 #include <algorithm>
 
-#include "dooly/energy/occupancy_model.hpp"
-
 namespace dooly::energy {
 
 namespace {
 constexpr uint32_t kDenseLimit = 4096;  // thread ids below this index a vector, larger ones a map
 constexpr size_t kMaxEndSearch = 256;   // an end looks this deep for its window (deeper: unmatched)
-
-// Sums of window times saturate instead of overflowing: overlapping windows (sections on many threads, a key
-// nested in itself) can add up to more than int64 holds, though no single span can.
-inline void add_ns(int64_t& sum, int64_t ns) {
-  if (__builtin_add_overflow(sum, ns, &sum)) sum = ns > 0 ? INT64_MAX : INT64_MIN;
-}
-
-void copy_energies(std::vector<double>& dst, const double* src, size_t n) {
-  if (dst.size() != n) dst.resize(n);
-  std::copy(src, src + n, dst.data());
-}
 }  // namespace
 
 WindowCharger::WindowCharger(std::vector<int32_t> only_device, std::vector<int64_t> update_ns, const KeyTable& keys,
-                             OccupancyModel* model)
-    : n_channels_(only_device.size()), channels_(n_channels_), keys_(keys), model_(model) {
+                             SegmentLog* segments)
+    : n_channels_(only_device.size()), channels_(n_channels_), keys_(keys), segments_(segments) {
   for (size_t c = 0; c < n_channels_; ++c) {
     channels_[c].only_device = only_device[c];
     channels_[c].update_ns = update_ns[c];
@@ -36,7 +23,7 @@ WindowCharger::Frame& WindowCharger::FrameStack::push() {
   return frames[depth++];
 }
 
-WindowCharger::FrameStack& WindowCharger::stack_of(uint32_t thread) {
+WindowCharger::FrameStack& WindowCharger::new_or_big_stack(uint32_t thread) {
   uint32_t* slot = nullptr;
   if (thread < kDenseLimit) {
     if (thread >= dense_.size()) dense_.resize(thread + 1, 0);
@@ -58,45 +45,6 @@ int64_t WindowCharger::overlap_ns(KeyId outer, KeyId inner) const {
   return it != overlap_ns_.end() ? it->second : 0;
 }
 
-void WindowCharger::charge(KeyTotals& t, size_t c, int64_t dt, double de, int64_t seg_dt, double seg_de,
-                           bool extrapolated) const {
-  if (seg_dt > 0) {
-    add_ns(t.excl_time_ns, seg_dt);
-    t.excl_energy_j += seg_de;
-  }
-  ++t.calls;
-  add_ns(t.time_ns, dt);
-  t.energy_j += de;
-  if (dt < channels_[c].update_ns) ++t.short_windows;
-  if (extrapolated) ++t.extrapolated;
-}
-
-void WindowCharger::record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, const FrameStack& stack) {
-  if (!model_) return;
-  model_->add_segment({t0, t1, key, device, stack.thread});
-}
-
-void WindowCharger::close_stretch(FrameStack& stack, int64_t t, const double* e) {
-  Frame& top = stack.back();
-  const int64_t dt = t - top.seg_t0;
-  if (dt <= 0) return;
-  for (size_t c = 0; c < n_channels_; ++c) {
-    if (!relevant(c, top.device)) continue;
-    KeyTotals& tot = totals_of(top.key, c);
-    add_ns(tot.excl_time_ns, dt);
-    tot.excl_energy_j += e[c] - top.seg_e0[c];
-  }
-  record_segment(top.key, top.device, top.seg_t0, t, stack);
-  if (model_) top.inner.add(top.key, dt);
-}
-
-void WindowCharger::resume_parent(FrameStack& stack, int64_t t, const double* e) {
-  if (stack.empty()) return;
-  Frame& parent = stack.back();
-  parent.seg_t0 = t;
-  copy_energies(parent.seg_e0, e, n_channels_);
-}
-
 void WindowCharger::begin_nested(const Event& ev, const double* e) {
   FrameStack& stack = stack_of(ev.thread);
   if (!stack.empty()) {
@@ -112,16 +60,15 @@ void WindowCharger::begin_nested(const Event& ev, const double* e) {
   f.key = ev.key;
   f.device = ev.device;
   f.t0 = f.seg_t0 = ev.t_ns;
-  copy_energies(f.e0, e, n_channels_);
-  copy_energies(f.seg_e0, e, n_channels_);
+  copy_energies(f.e0, e);
+  copy_energies(f.seg_e0, e);
   f.inner.clear();
 }
 
 void WindowCharger::add_overlaps(KeyId outer, const KeyTally& inner) {
   inner.for_each([&](KeyId key, int64_t ns) {
     if (key == outer) {
-      if (key >= self_overlap_ns_.size()) self_overlap_ns_.resize(static_cast<size_t>(key) + 1, 0);
-      add_ns(self_overlap_ns_[key], ns);
+      add_self_overlap(key, ns);
     } else {
       add_ns(overlap_ns_[(static_cast<uint64_t>(outer) << 32) | key], ns);
     }
@@ -143,9 +90,9 @@ void WindowCharger::pop_frame(FrameStack& stack, int64_t t, const double* e, boo
   }
   if (seg_dt > 0) {
     record_segment(top.key, top.device, top.seg_t0, t, stack);
-    if (model_) top.inner.add(top.key, seg_dt);
+    if (segments_) top.inner.add(top.key, seg_dt);
   }
-  if (model_) {
+  if (segments_) {
     add_overlaps(top.key, top.inner);
     if (!outermost) stack.frames[stack.depth - 2].inner.merge(top.inner);
   }
@@ -169,27 +116,6 @@ void WindowCharger::end_nested(const Event& ev, const double* e, bool extrapolat
     pop_frame(stack, ev.t_ns, e, extrapolated);
   }
   pop_frame(stack, ev.t_ns, e, extrapolated);
-}
-
-void WindowCharger::nested_window(const Event& begin, int64_t t_end, const double* e0, const double* e1,
-                                  bool extrapolated) {
-  FrameStack& stack = stack_of(begin.thread);
-  const bool outermost = stack.empty();
-  if (!outermost) close_stretch(stack, begin.t_ns, e0);
-  const int64_t dt = t_end - begin.t_ns;
-  for (size_t c = 0; c < n_channels_; ++c) {
-    if (!relevant(c, begin.device)) continue;
-    const double de = e1[c] - e0[c];
-    charge(totals_of(begin.key, c), c, dt, de, dt, de, extrapolated);
-    if (outermost && channels_[c].busy == 0) channels_[c].attributed_j += de;  // busy from begin to end, alone
-  }
-  if (dt > 0 && model_) {
-    record_segment(begin.key, begin.device, begin.t_ns, t_end, stack);
-    if (begin.key >= self_overlap_ns_.size()) self_overlap_ns_.resize(static_cast<size_t>(begin.key) + 1, 0);
-    add_ns(self_overlap_ns_[begin.key], dt);
-    if (!outermost) stack.back().inner.add(begin.key, dt);
-  }
-  resume_parent(stack, t_end, e1);
 }
 
 Kind WindowCharger::kind_of(KeyId key) {
