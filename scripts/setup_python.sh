@@ -8,6 +8,7 @@
 # PYTHONPATH, so the tests see the source tree and the default build over the venv's installed copy.
 #   DOOLY_TORCH_INSTALL=auto (default) | light | full     how torch is installed (see below)
 #   DOOLY_PYTHON=python3                                  the interpreter the venv is made from
+#   DOOLY_INSTALL_PROJECT=0                               requirements only, not the project (scripts/test.sh)
 set -euo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
@@ -29,6 +30,10 @@ project_hash() {
 }
 install_project() {
   local want_project start_project
+  if [ "${DOOLY_INSTALL_PROJECT:-1}" = 0 ]; then
+    echo "setup_python: the project itself is not installed into $venv (DOOLY_INSTALL_PROJECT=0)"
+    return 0
+  fi
   want_project=$(project_hash)
   if [ -f "$project_stamp" ] && [ "$(cat "$project_stamp")" = "$want_project" ]; then
     return 0

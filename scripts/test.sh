@@ -10,37 +10,44 @@
 # Every build treats compiler warnings as errors: DOOLY_WERROR=1 below makes scripts/build.sh (and the fuzz
 # build in scripts/fuzz.sh) configure with -DDOOLY_WERROR=ON; those folders keep it for later local builds
 # (DOOLY_WERROR=0 scripts/build.sh <preset> turns it off again).
+# The randomized differential tests (label `random`: the reference attributor, paired vs one-at-a-time) run a
+# small set under the sanitizers (unoptimised) and the whole set in the plain build. The venv gets torch and
+# transformers but not the project itself (DOOLY_INSTALL_PROJECT=0): the tests import the source tree and the
+# plain build, and tier 4 installs the project into a fresh venv as a user would. Each tier's line carries the
+# seconds since the start, so a CI log shows where the time goes.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+start=$(date +%s)
+tier() { echo "== [$(($(date +%s) - start)) s] $*"; }
+DOOLY_INSTALL_PROJECT=0 bash scripts/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 export DOOLY_WERROR=1
 
-echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+tier "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh asan
 ctest --preset asan -j "$jobs"
 
-echo "== plain build: deliverables and integration tests; every public header compiles on its own"
+tier "plain build: deliverables and integration tests; every public header compiles on its own"
 bash scripts/build.sh default
 cmake --build --preset default -j "$jobs" --target dooly_header_check
-ctest --preset default -j "$jobs" -L no-sanitizer
+ctest --preset default -j "$jobs" -L "no-sanitizer|random"
 
-echo "== ThreadSanitizer (threads)"
+tier "ThreadSanitizer (threads)"
 bash scripts/build.sh tsan dooly_threads_tests
 ctest --preset tsan -j "$jobs"
 
 if [ -f scripts/test_python.sh ]; then
-  echo "== Python"
+  tier "Python"
   bash scripts/test_python.sh
-  echo "== the installed package (pip install . into a fresh venv, as a user would)"
+  tier "the installed package (pip install . into a fresh venv, as a user would)"
   .venv/bin/python -m pytest -q tests/packaging
 fi
 
-echo "== fuzz targets, ${FUZZ_SECONDS:-10} s each"
+tier "fuzz targets, ${FUZZ_SECONDS:-10} s each"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 
-echo "== lint"
+tier "lint"
 bash scripts/lint.sh --format-only
 bash scripts/lint.sh --tidy-only build/default
-echo "== all test suites passed"
+tier "all test suites passed"

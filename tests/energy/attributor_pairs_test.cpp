@@ -273,11 +273,12 @@ Report play(const Script& s, bool pairs) {
   return a.finish(s.t_end);
 }
 
-// Unoptimised (sanitizer) builds run a quarter of the streams: the fit at finish() is Eigen's, unoptimised.
+// Unoptimised (sanitizer) builds run a twentieth of the streams: the fit at finish() is Eigen's, unoptimised. The
+// plain CI tier runs the whole set (label `random`).
 #ifdef NDEBUG
 constexpr uint64_t kSeeds = 2000;
 #else
-constexpr uint64_t kSeeds = 500;
+constexpr uint64_t kSeeds = 100;
 #endif
 
 TEST(AttributorPairs, RandomStreamsGiveTheSameFiguresToTheLastBit) {

@@ -261,9 +261,17 @@ bool well_conditioned(const Report& r) {
   return true;
 }
 
+// Optimised builds (the plain CI tier runs this test there too: label `random`) compare 300 streams; unoptimised
+// sanitizer builds 40, as the reference's NNLS by enumeration and Eigen are slow there.
+#ifdef NDEBUG
+constexpr int kStreams = 300;
+#else
+constexpr int kStreams = 40;
+#endif
+
 TEST(ReferenceAttributor, RandomStreamsAgreeWithTheEngine) {
   int compared = 0, model_compared = 0;
-  for (uint64_t seed = 1; seed <= 300; ++seed) {
+  for (uint64_t seed = 1; seed <= kStreams; ++seed) {
     Stream s;
     random_stream(seed, s);
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -282,8 +290,8 @@ TEST(ReferenceAttributor, RandomStreamsAgreeWithTheEngine) {
     ++compared;
     model_compared += model ? 1 : 0;
   }
-  EXPECT_EQ(compared, 300);
-  EXPECT_GE(model_compared, 150) << "most streams must compare the model too";
+  EXPECT_EQ(compared, kStreams);
+  EXPECT_GE(model_compared, kStreams / 2) << "most streams must compare the model too";
 }
 
 }  // namespace

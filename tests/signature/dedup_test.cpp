@@ -12,8 +12,15 @@
 namespace dooly::signature {
 namespace {
 
-trace::Trace golden(const std::string& model) {
-  return trace::read_trace(std::string(DOOLY_SOURCE_DIR) + "/tests/data/traces/" + model + "-tiny__paged_sdpa.json");
+// Each golden trace is read once per run (they are large, and the tests here only read them).
+const trace::Trace& golden(const std::string& model) {
+  static std::map<std::string, trace::Trace> cache;
+  auto it = cache.find(model);
+  if (it == cache.end())
+    it = cache.emplace(model, trace::read_trace(std::string(DOOLY_SOURCE_DIR) + "/tests/data/traces/" + model +
+                                                "-tiny__paged_sdpa.json"))
+             .first;
+  return it->second;
 }
 
 struct ModelUnits {
