@@ -5,6 +5,10 @@
 #     BUILD_DIR        a configured build folder (default build/default: cmake --preset default)
 #     --changed BASE   format: only lines changed since the git revision BASE (git clang-format --diff);
 #                      tidy: only the .cpp files changed since BASE
+#     --cache FILE     tidy: skip the units whose content key (scripts/tidy_cache.py: the unit preprocessed, the
+#                      config, the tool's version) FILE lists as found clean; CI uses .ci/tidy-clean.txt
+#     --update-cache   with --cache: rewrite FILE with the keys of every unit now clean (run it after a change,
+#                      and commit FILE; a stale FILE only makes CI tidy more)
 #   DOOLY_LINT_JOBS=N  clang-tidy processes at once (default: the number of CPUs)
 #   DOOLY_LINT_FILES="src/dooly/energy ..."   only files under these paths (and only their findings)
 # Findings are printed as file:line: message [check], sorted and deduplicated (a header's finding is reported
@@ -13,13 +17,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { echo "lint: $1. Usage: scripts/lint.sh [--format-only | --tidy-only] [--changed BASE] [BUILD_DIR]" >&2; exit 2; }
-do_format=1 do_tidy=1 base="" build=build/default
+do_format=1 do_tidy=1 base="" build=build/default cache="" update_cache=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --format-only) do_tidy=0 ;;
     --tidy-only) do_format=0 ;;
     --changed) [ $# -ge 2 ] || usage "--changed needs a git revision"; base=$2; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --cache) [ $# -ge 2 ] || usage "--cache needs a file"; cache=$2; shift ;;
+    --update-cache) update_cache=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) usage "unknown option '$1'" ;;
     *) build=$1 ;;
   esac
@@ -85,9 +91,33 @@ PY
   jobs=${DOOLY_LINT_JOBS:-$(nproc)}
   logs=$(mktemp -d)
   trap 'rm -rf "$logs"' EXIT
+  declare -A key_of=()
+  clean_before=()
+  if [ -n "$cache" ]; then
+    todo=()
+    while read -r f k; do
+      key_of[$f]=$k
+      if [ "$k" != none ] && [ -f "$cache" ] && grep -qxF "$k" "$cache"; then clean_before+=("$f"); else todo+=("$f"); fi
+    done < <(DOOLY_LINT_JOBS=$jobs python3 scripts/tidy_cache.py keys "$build" "${units[@]}")
+    echo "lint: clang-tidy: ${#clean_before[@]} of ${#units[@]} files are as they were when found clean ($cache)"
+    units=("${todo[@]}")
+  fi
   echo "lint: clang-tidy over ${#units[@]} files, $jobs at a time"
   printf '%s\n' "${units[@]}" | xargs -r -P "$jobs" -I{} sh -c \
     'clang-tidy -p "$1" --quiet "$2" > "$3/$(echo "$2" | tr / _).log" 2>&1 || true' _ "$build" {} "$logs"
+  if [ -n "$cache" ] && [ "$update_cache" = 1 ]; then
+    # Clean: no finding in our own files (src/) in its log. Only current units' keys are kept.
+    {
+      for f in "${clean_before[@]}"; do echo "${key_of[$f]}"; done
+      for f in "${units[@]}"; do
+        log="$logs/$(echo "$f" | tr / _).log"
+        if [ "${key_of[$f]}" != none ] && ! grep -E '^/.*: (warning|error): ' "$log" | grep -q "^$root/src/"; then
+          echo "${key_of[$f]}"
+        fi
+      done
+    } | sort -u > "$cache"
+    echo "lint: clang-tidy: $cache now lists $(wc -l < "$cache") clean units"
+  fi
   # warning/error lines of our own files, made relative, deduplicated.
   findings=$(cat "$logs"/*.log 2>/dev/null | grep -E '^/.*: (warning|error): ' | sed "s|^$root/||" \
              | grep -E '^src/' | sort -u || true)
