@@ -191,11 +191,6 @@ void profiler_at_rate(benchmark::State& state) {
   stop_and_count(state, p, t0);
 }
 
-// The sampler thread's per-kernel work alone, single-threaded and deterministic (no clock, no thread): one
-// simulated second at 70,000 kernels/s (state.range(0) = nesting depth: 1 = kernels at top level, 2 = inside
-// one region) over NVML-like readings (every 20 ms, 25 ms window, 4 ms late), handed to the Attributor in
-// 100 ms batches as the sampler's ticks do. state.range(1) = 1: a kernel's begin and end charged in one step
-// (the default), 0: one event at a time. Reports ns of attribution work per kernel.
 // The stream's events (its setup, outside the timed loop; not inlined, so that bench/compare_attributor.sh can
 // take its instructions out of the stream's).
 [[gnu::noinline]] std::vector<dooly::energy::Event> stream_events(int depth, const dooly::energy::KeyId (&kernels)[2],
@@ -211,6 +206,11 @@ void profiler_at_rate(benchmark::State& state) {
   return events;
 }
 
+// The sampler thread's per-kernel work alone, single-threaded and deterministic (no clock, no thread): one
+// simulated second at 70,000 kernels/s (state.range(0) = nesting depth: 1 = kernels at top level, 2 = inside
+// one region) over NVML-like readings (every 20 ms, 25 ms window, 4 ms late), handed to the Attributor in
+// 100 ms batches as the sampler's ticks do. state.range(1) = 1: a kernel's begin and end charged in one step
+// (the default), 0: one event at a time. Reports ns of attribution work per kernel.
 void attributor_stream(benchmark::State& state) {
   namespace en = dooly::energy;
   const int depth = static_cast<int>(state.range(0));

@@ -47,9 +47,7 @@ class EventOrder {
   void pop(int step) noexcept { pending_.pop_front(static_cast<size_t>(step)); }
   // What waits is one nested begin alone and `end` (in order, not yet pushed) closes it: the pair can be charged
   // without queueing the end. take_end() then counts the end as pushed and processed; the begin is front().
-  bool closes_front(const Event& end) const noexcept {
-    return pending_.size() == 1 && opens_nested(pending_.front()) && closes(pending_.front(), end);
-  }
+  bool closes_front(const Event& end) const noexcept { return holds_one_begin() && closes(pending_.front(), end); }
   void take_end(const Event& end) noexcept {
     last_ns_ = end.t_ns;
     mark(end.t_ns);

@@ -90,8 +90,7 @@ class DenseTally {
   void for_each(F&& f) const {
     for (KeyId k : keys_) f(k, slots_[k].ns);
   }
-  template <typename Tally>
-  void merge(const Tally& other) {
+  void merge(const DenseTally& other) {
     other.for_each([this](KeyId key, int64_t ns) { add(key, ns); });
   }
 

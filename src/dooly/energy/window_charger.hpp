@@ -96,7 +96,7 @@ class WindowCharger {
       add_self_overlap(begin.key, dt);
       if (!outermost) stack.back().inner.add(begin.key, dt);
     }
-    if (!outermost) resume_parent<N>(stack, t_end, e1);
+    if (!outermost) resume_parent(stack, t_end, e1);
   }
 
   void free_event(const Event& ev, const double* e, bool extrapolated);
@@ -207,12 +207,11 @@ class WindowCharger {
     top.inner.add(top.key, dt);
   }
   // The parent's innermost stretch starts again at t (a child closed).
-  template <size_t N = 0>
   void resume_parent(FrameStack& stack, int64_t t, const double* e) {
     if (stack.empty()) return;
     Frame& parent = stack.back();
     parent.seg_t0 = t;
-    copy_energies<N>(parent.seg_e0, e);
+    copy_energies(parent.seg_e0, e);
   }
   void record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, const FrameStack& stack) {
     if (segments_) segments_->add({t0, t1, key, device, stack.thread});
@@ -222,10 +221,9 @@ class WindowCharger {
     add_ns(self_overlap_ns_[key], ns);
   }
   // E(t) per channel into a frame's copy. One channel (one GPU) is the common case: one store, not a memmove.
-  template <size_t N = 0>
   void copy_energies(std::vector<double>& dst, const double* src) const {
     if (dst.size() != n_channels_) dst.resize(n_channels_);
-    if (N == 1 || n_channels_ == 1)
+    if (n_channels_ == 1)
       dst[0] = src[0];
     else
       std::copy(src, src + n_channels_, dst.data());
