@@ -12,14 +12,14 @@
 namespace dooly::signature {
 namespace {
 
-// Each golden trace is read once per run (they are large, and the tests here only read them).
+trace::Trace read_golden(const std::string& model) {
+  return trace::read_trace(std::string(DOOLY_SOURCE_DIR) + "/tests/data/traces/" + model + "-tiny__paged_sdpa.json");
+}
+// Each golden trace read once for the counting tests (they are large, and those tests only read them).
 const trace::Trace& golden(const std::string& model) {
   static std::map<std::string, trace::Trace> cache;
   auto it = cache.find(model);
-  if (it == cache.end())
-    it = cache.emplace(model, trace::read_trace(std::string(DOOLY_SOURCE_DIR) + "/tests/data/traces/" + model +
-                                                "-tiny__paged_sdpa.json"))
-             .first;
+  if (it == cache.end()) it = cache.emplace(model, read_golden(model)).first;
   return it->second;
 }
 
@@ -108,8 +108,8 @@ TEST(Dedup, CountsAcrossLlamaQwenGemma) {
 
 TEST(Dedup, SignaturesAreStableAcrossRuns) {
   // Same input -> same hashes, computed twice from two reads of the file.
-  const auto a = count_units(golden("gemma-2-9b-it"));
-  const auto b = count_units(golden("gemma-2-9b-it"));
+  const auto a = count_units(read_golden("gemma-2-9b-it"));
+  const auto b = count_units(read_golden("gemma-2-9b-it"));
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].sig.hash, b[i].sig.hash);
