@@ -7,8 +7,7 @@
 #
 #   scripts/fuzz.sh [seconds-per-target] [target...]     FUZZ_JOBS=n runs n targets at once (default 2);
 #                                                        FUZZ_NO_BUILD=1 skips the build;
-#                                                        DOOLY_WERROR=1|0 configures with -DDOOLY_WERROR=ON|OFF
-#                                                        (scripts/test.sh sets 1; unset: the folder keeps its value)
+#                                                        DOOLY_WERROR=1|0: see scripts/build.sh, which builds it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,15 +19,7 @@ jobs=${FUZZ_JOBS:-2}
 case "$seconds" in '' | *[!0-9]*) echo "fuzz.sh: seconds-per-target must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then  # FUZZ_NO_BUILD=1: run the executables already in build/fuzz
-  werror=()
-  case "${DOOLY_WERROR:-}" in
-    '') ;;
-    1) werror=(-DDOOLY_WERROR=ON) ;;
-    0) werror=(-DDOOLY_WERROR=OFF) ;;
-    *) echo "fuzz.sh: DOOLY_WERROR must be 1 or 0, got '$DOOLY_WERROR'" >&2; exit 2 ;;
-  esac
-  if [ ! -f build/fuzz/build.ninja ] || [ ${#werror[@]} -gt 0 ]; then cmake --preset fuzz "${werror[@]}" >/dev/null; fi
-  cmake --build build/fuzz -j "$(nproc 2>/dev/null || echo 2)" --target dooly_fuzzers
+  bash scripts/build.sh fuzz dooly_fuzzers  # DOOLY_WERROR as scripts/build.sh reads it
 fi
 
 run_one() {
