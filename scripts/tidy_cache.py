@@ -55,11 +55,14 @@ def _tool_fingerprint(root: str) -> bytes:
 
 
 def _key(entry: dict, root: str, fingerprint: bytes) -> str:
-    r = subprocess.run(_preprocess_argv(entry), cwd=entry["directory"], capture_output=True)
+    argv = _preprocess_argv(entry)
+    r = subprocess.run(argv, cwd=entry["directory"], capture_output=True)
     if r.returncode != 0:  # cannot preprocess: no key, so the unit is always tidied
         return "none"
+    # The flags as well as the text: clang-tidy parses with them (language level, warnings it reports as errors).
+    flags = "\0".join(argv).replace(root, "@ROOT@").encode()
     text = r.stdout.replace(root.encode(), b"@ROOT@")
-    return hashlib.sha256(fingerprint + text).hexdigest()
+    return hashlib.sha256(fingerprint + flags + b"\0" + text).hexdigest()
 
 
 def keys(build: str, files: list[str]) -> int:
