@@ -74,6 +74,7 @@ def trace_run(engine, requests, kinds=TRACED_KINDS, kernels: bool = False, log=p
     session = core.Session()
     recorder = Recorder(session)
     notes: list[str] = []
+    recorder.notes = notes
     model = engine.model
     cfg = ConfigTaint(session, engine.config, engine.config_int_attributes())
     modules = ModuleTaint(session, model, cfg)
@@ -85,13 +86,14 @@ def trace_run(engine, requests, kinds=TRACED_KINDS, kernels: bool = False, log=p
     # The root's kwargs are labelled in a pre-hook that may replace ints by TInts.
     # The engine calls the model (and so its pre-hooks) before it hands the step to on_forward, so inputs are
     # labelled on every forward, by role; on_forward then decides whether the step is recorded.
-    state = {"inputs": None}
+    state = {"inputs": None, "root_args": ((), {})}
 
     def label_inputs(mod, args, kwargs):
         limits.label_cache(kwargs.get("cache"), modules)
         inputs = StepInputs(session, notes, engine.config)
         labelled = inputs.label(kwargs)
         state["inputs"] = inputs
+        state["root_args"] = (args, labelled)
         return args, labelled
 
     root_hook = model.register_forward_pre_hook(label_inputs, with_kwargs=True, prepend=True)
@@ -108,7 +110,7 @@ def trace_run(engine, requests, kinds=TRACED_KINDS, kernels: bool = False, log=p
                          f"requests but the forward inputs hold {seen}")
         recorder.reset()
         recorder.recording = True
-        recorder.enter_module("")  # the root's own hooks ran before on_forward
+        recorder.enter_module("", model, *state["root_args"])  # the root's own hooks ran before on_forward
         tint.set_session(session)
         try:
             with collector.step(), TaintMode(recorder):

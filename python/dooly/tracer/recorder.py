@@ -9,6 +9,7 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import callref
 from . import encode as enc
 from .tint import TInt
 
@@ -75,6 +76,9 @@ class Recorder:
         self.queries = 0
         self._describe = {}
         self.on_op = None  # hook for the kernel-symbol collector: on_op(seq) -> context manager or None
+        self.notes = []  # run notes (the trace's "notes"); trace_run shares its list
+        self._fn_refs = {}  # callable -> fn_ref(callable) checked by resolve_fn, or None
+        self._fn_noted = set()  # op names whose callable had no reference (noted once each)
 
     def reset(self):
         self.seq = 0
@@ -100,11 +104,34 @@ class Recorder:
                      {"v": int(s), "k": "UNKNOWN", "e": "UNLABELLED", "f": "UNLABELLED"} for i, s in zip(ids, t.shape)]
         return {"shape": shape, "dtype": enc.dtype_name(t.dtype)}
 
+    def describe_arg(self, t: torch.Tensor):
+        return {"t": self.describe_tensor(t)}
+
+    def fn_of(self, name: str, func):
+        """The op's callable as a reference that resolves back to it (callref), None with a note otherwise."""
+        try:
+            ref = self._fn_refs[func]
+        except KeyError:
+            ref = callref.fn_ref(func)
+            self._fn_refs[func] = ref
+        except TypeError:  # unhashable
+            ref = callref.fn_ref(func)
+        if ref is None and name not in self._fn_noted:
+            self._fn_noted.add(name)
+            self.notes.append(f"op '{name}': no reference resolves back to its callable {func!r}; its records have "
+                              f"fn null")
+        return ref
+
     # -- module hierarchy
-    def enter_module(self, path: str):
+    def enter_module(self, path: str, module=None, args=(), kwargs=None):
         call_id = len(self.calls)
         parent = self.stack[-1][0] if self.stack else -1
-        self.calls.append({"id": call_id, "parent": parent, "seq": self.seq, "module": path})
+        rec = {"id": call_id, "parent": parent, "seq": self.seq, "module": path}
+        if module is not None:
+            rec["class"] = type(module).__name__
+            rec["inputs"] = callref.encode_call(args, kwargs or {}, self.describe_arg,
+                                                lambda x: self.describe(x.label), bounded=True)
+        self.calls.append(rec)
         self.seq += 1
         self.stack.append((call_id, path))
 
@@ -116,7 +143,7 @@ class Recorder:
                 break
 
     # -- ops
-    def record(self, name, args, kwargs, out, result):
+    def record(self, name, args, kwargs, out, result, func=None):
         seq = self.seq
         self.seq += 1
         call, module = self.stack[-1] if self.stack else (-1, "")
@@ -128,6 +155,8 @@ class Recorder:
         outputs = [self.describe_tensor(t) for t in enc.flatten_outputs(out) if isinstance(t, torch.Tensor)]
         rec = {
             "seq": seq, "call": call, "op": result["op"], "module": module,
+            "fn": None if func is None else self.fn_of(result["op"], func),
+            "call_args": callref.op_call(args, kwargs, lambda x: self.describe(x.label)),
             "inputs": [self.describe_tensor(t) for t in enc.tensor_leaves(args, kwargs)],
             "outputs": outputs, "scalars": scalars, "rule": result["rule"], "coverage": result["coverage"],
             "notes": result["notes"], "kernels": [],
@@ -179,7 +208,7 @@ class TaintMode(TorchFunctionMode):
             if name in ("setitem", "copy", "index_copy", "fill", "zero") and self.rec.recording:
                 result = {"op": name, "rule": "index" if name == "setitem" else "elementwise", "coverage": "rule",
                           "notes": []}
-                self.rec.record(name, args, kwargs, out, result)
+                self.rec.record(name, args, kwargs, out, result, func)
             return out
         call = {
             "op": name,
@@ -192,7 +221,7 @@ class TaintMode(TorchFunctionMode):
         if name in _QUERY_OPS:
             self.rec.queries += 1
         elif self.rec.recording:
-            self.rec.record(name, args, kwargs, out, result)
+            self.rec.record(name, args, kwargs, out, result, func)
         return out
 
 
@@ -200,14 +229,14 @@ def install_module_hooks(model: torch.nn.Module, recorder: Recorder):
     """Forward pre/post hooks on every module; returns the handles (remove them when done)."""
     handles = []
     for path, module in model.named_modules():
-        def pre(mod, inputs, _path=path):
+        def pre(mod, args, kwargs, _path=path):
             if recorder.recording:
-                recorder.enter_module(_path)
+                recorder.enter_module(_path, mod, args, kwargs)
 
         def post(mod, inputs, output, _path=path):
             if recorder.recording:
                 recorder.exit_module(_path)
 
-        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(module.register_forward_hook(post, always_call=True))
     return handles
