@@ -289,3 +289,193 @@ def test_trace_cli_transformers_failure_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "failed in transformers" in err and "Error: " in err, err
     assert "Traceback" not in err
+
+
+# -- fn and call_args: each op rebuilt alone from its record (what the profiler does at other request sizes)
+
+from dooly.tracer import callref  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def llama_trace(repo_root):
+    """The tiny Llama traced once for the tests below (no verification run)."""
+    from dooly.tracer import trace_model
+    cfg = repo_root / "data" / "models" / "tiny" / "llama-3.1-8b.json"
+    return trace_model(str(cfg), "paged|sdpa", verify=False, kernels=False, log=lambda *_: None)
+
+
+def _ops(doc):
+    return [o for st in doc["steps"] for o in st["ops"]]
+
+
+def _walk(a, visit):
+    """Every encoded argument under `a`, depth first in argument order."""
+    visit(a)
+    if isinstance(a, dict):
+        for key in ("list", "tuple", "slice"):
+            for item in a.get(key, ()):
+                _walk(item, visit)
+        for item in a.get("dict", {}).values():
+            _walk(item, visit)
+
+
+def _in_indices(call):
+    found = []
+
+    def visit(a):
+        if isinstance(a, dict) and "in" in a:
+            found.append(a["in"])
+    for a in call["args"]:
+        _walk(a, visit)
+    for k in call["kwargs"]:
+        _walk(call["kwargs"][k], visit)
+    return found
+
+
+def test_fn_refs_resolve_back_to_the_same_callable():
+    import torch.nn.functional as F
+    funcs = {F.linear: "torch.nn.functional.linear", F.silu: "torch.nn.functional.silu", torch.cat: "torch.cat",
+             torch.Tensor.view: "torch.Tensor.view", torch.Tensor.__getitem__: "torch.Tensor.__getitem__",
+             torch.Tensor.add_: "torch.Tensor.add_", torch.Tensor.split: "torch.Tensor.split",
+             torch.Tensor.__rsub__: "torch.Tensor.__rsub__", torch.einsum: "torch.einsum",
+             torch.Tensor.T.__get__: "torch.Tensor.T.__get__", torch.ops.aten.add.Tensor: "torch.ops.aten.add.Tensor",
+             torch.ops.aten.mm.default: "torch.ops.aten.mm.default", torch.ops.aten.add: "torch.ops.aten.add",
+             torch._C._nn.scaled_dot_product_attention: "torch.nn.functional.scaled_dot_product_attention"}
+    for func, ref in funcs.items():
+        assert callref.fn_ref(func) == ref
+        assert callref.same_fn(callref.resolve_fn(ref), func), ref
+    assert callref.resolve_fn("torch.Tensor.T.__get__")(torch.zeros(2, 3)).shape == (3, 2)
+    assert callref.fn_ref(lambda x: x) is None
+    for bad in ("torch.no_such_function", "no_such_module.f", ""):
+        with pytest.raises(ValueError):
+            callref.resolve_fn(bad)
+
+
+def test_unresolvable_callable_is_null_with_one_note(session):
+    rec = Recorder(session)
+    local = lambda x: x  # noqa: E731
+    assert rec.fn_of("mystery", local) is None and rec.fn_of("mystery", local) is None
+    assert len(rec.notes) == 1 and "op 'mystery'" in rec.notes[0]
+
+
+def test_call_args_encoding():
+    t = torch.zeros(2)
+    labels = []
+
+    def tint(x):
+        labels.append(x.label)
+        return {"v": int(x), "k": "NUM_TOKS", "e": "NUM_TOKS", "f": "NUM_TOKS"}
+    call = callref.op_call(
+        (t, [t, (t, 3)], slice(1, None, 2), Ellipsis, None, TInt(7, 42), float("inf"), float("-inf"), float("nan"),
+         1.5, True, "mean", torch.bfloat16, torch.device("cpu"), torch.channels_last, torch.strided, {"a": t},
+         object()),
+        {"z": t, "a": [t]}, tint)
+    assert call["args"] == [
+        {"in": 0}, {"list": [{"in": 1}, {"tuple": [{"in": 2}, 3]}]}, {"slice": [1, None, 2]}, {"ellipsis": True},
+        None, {"i": 7, "d": {"v": 7, "k": "NUM_TOKS", "e": "NUM_TOKS", "f": "NUM_TOKS"}}, {"float": "inf"},
+        {"float": "-inf"}, {"float": "nan"}, 1.5, True, "mean", {"dtype": "bfloat16"}, {"device": "cpu"},
+        {"memory_format": "channels_last"}, {"layout": "strided"}, {"dict": {"a": {"other": "Tensor"}}},
+        {"other": "object"}]
+    # keyword arguments in sorted order, as encode.tensor_leaves visits them
+    assert list(call["kwargs"]) == ["a", "z"] and call["kwargs"] == {"a": {"list": [{"in": 3}]}, "z": {"in": 4}}
+    assert labels == [42]
+    json.dumps(call, allow_nan=False)  # strict JSON
+    long = callref.encode_call((list(range(65)),), {}, lambda x: None, lambda x: None, bounded=True)
+    assert long["args"] == [{"other": "list[65]"}]
+
+
+def test_call_args_in_indices_follow_the_inputs_order():
+    """{"in": k} is the k-th tensor of encode.tensor_leaves (the order of the record's "inputs"): decoding with
+    the leaves puts every tensor object back where it was."""
+    a, b, c, d, e = (torch.zeros(i + 1) for i in range(5))
+    args = (a, [b, (c, 2)], slice(None, 3))
+    kwargs = {"out": e, "index": d}
+    leaves = enc.tensor_leaves(args, kwargs)
+    call = callref.op_call(args, kwargs, lambda x: None)
+    assert _in_indices(call) == list(range(len(leaves)))
+    got_args, got_kwargs = callref.decode_call(call, lambda x: leaves[x["in"]])
+    assert got_args[0] is a and got_args[1][0] is b and got_args[1][1][0] is c and got_args[2] == slice(None, 3)
+    assert got_kwargs["index"] is d and got_kwargs["out"] is e
+
+
+def test_trace_ops_have_fn_and_call_args_in_input_order(llama_trace):
+    ops = _ops(llama_trace)
+    assert len(ops) == 494
+    for o in ops:
+        assert isinstance(o["fn"], str), o
+        assert callable(callref.resolve_fn(o["fn"])), o["fn"]
+        assert set(o["call_args"]) == {"args", "kwargs"}
+        assert _in_indices(o["call_args"]) == list(range(len(o["inputs"]))), (o["op"], o["call_args"])
+    fns = {o["op"]: o["fn"] for o in ops}
+    assert fns["linear"] == "torch.nn.functional.linear" and fns["cat"] == "torch.cat"
+    assert fns["getitem"] == "torch.Tensor.__getitem__" and fns["index_copy"] == "torch.Tensor.index_copy_"
+    view = next(o for o in ops if o["op"] == "view")
+    sizes = view["call_args"]["args"][1]["tuple"]
+    assert any(isinstance(s, dict) and s["d"]["k"] == "NUM_TOKS" for s in sizes), sizes
+    assert not [n for n in llama_trace["notes"] if "no reference resolves" in n]
+
+
+def _rebuild_failures(doc):
+    """Each op called alone with example tensors of its recorded inputs; the ones whose outputs do not have the
+    recorded shapes and dtypes (or that fail), with why."""
+    torch.manual_seed(0)
+    failures, n = [], 0
+    for st in doc["steps"]:
+        for o in st["ops"]:
+            n += 1
+            try:
+                fn, args, kwargs = callref.rebuild_op(o)
+                out = fn(*args, **kwargs)
+                got = [(list(t.shape), enc.dtype_name(t.dtype)) for t in enc.flatten_outputs(out)
+                       if isinstance(t, torch.Tensor)]
+                want = [([d["v"] for d in t["shape"]], t["dtype"]) for t in o["outputs"]]
+                if got != want:
+                    raise AssertionError(f"outputs {got}, recorded {want}")
+            except Exception as e:  # every failure is listed with its reason
+                failures.append(f"{st['kind']} #{o['seq']} {o['op']} ({o['fn']}) in '{o['module']}': "
+                                f"{type(e).__name__}: {str(e)[:200]}")
+    return n, failures
+
+
+def _check_rebuild(doc, name):
+    n, failures = _rebuild_failures(doc)
+    print(f"{name}: {n - len(failures)}/{n} ops rebuilt from their records")
+    for f in failures:
+        print("  FAILED", f)
+    assert n and (n - len(failures)) >= 0.95 * n, "\n".join(failures[:50])
+
+
+def test_every_op_rebuilds_from_its_record(llama_trace):
+    _check_rebuild(llama_trace, "llama-3.1-8b-tiny (fresh trace)")
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen2.5-7b", "gemma-2-9b-it"])
+def test_golden_trace_ops_rebuild_from_their_records(name, repo_root):
+    doc = json.loads((repo_root / "tests" / "data" / "traces" / f"{name}-tiny__paged_sdpa.json").read_text())
+    ops = _ops(doc)
+    if any("fn" not in o for o in ops):
+        pytest.fail(f"the golden trace of {name} predates fn/call_args: regenerate the goldens with "
+                    f"`PYTHONPATH=python:build/default/python .venv/bin/python -m dooly.tracer.golden`",
+                    pytrace=False)
+    _check_rebuild(doc, f"{name}-tiny (golden)")
+
+
+def test_module_calls_carry_class_and_inputs(llama_trace):
+    prefill = llama_trace["steps"][0]
+    calls = prefill["calls"]
+    assert all("class" in c and set(c["inputs"]) == {"args", "kwargs"} for c in calls)
+    root = calls[0]
+    assert root["module"] == "" and root["class"] == "LlamaForCausalLM"
+    assert root["inputs"]["kwargs"]["cache"] == {"other": "PagedAttentionCache"}
+    ids = root["inputs"]["kwargs"]["input_ids"]["t"]
+    assert [(d["k"], d["e"]) for d in ids["shape"]] == [("NONE", "1"), ("NUM_TOKS", "NUM_TOKS")]
+    assert root["inputs"]["kwargs"]["max_seqlen_q"]["d"]["e"] == "MAX_SEQLEN_Q"
+    layer = next(c for c in calls if c["module"] == "model.layers.0")
+    assert layer["class"] == "LlamaDecoderLayer"
+    hidden = layer["inputs"]["args"][0]["t"]
+    assert [(d["k"], d["e"]) for d in hidden["shape"]] == [("NONE", "1"), ("NUM_TOKS", "NUM_TOKS"),
+                                                           ("MODEL_CONFIG", "hidden_size")]
+    assert hidden["dtype"] == "float32"
+    norm = next(c for c in calls if c["module"] == "model.layers.0.input_layernorm")
+    assert norm["class"] == "LlamaRMSNorm" and norm["inputs"]["kwargs"] == {}
+    json.dumps(llama_trace, allow_nan=False)

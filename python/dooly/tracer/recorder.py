@@ -129,8 +129,10 @@ class Recorder:
         rec = {"id": call_id, "parent": parent, "seq": self.seq, "module": path}
         if module is not None:
             rec["class"] = type(module).__name__
-            rec["inputs"] = callref.encode_call(args, kwargs or {}, self.describe_arg,
-                                                lambda x: self.describe(x.label), bounded=True)
+            # Hooks run under TaintMode: reading the shapes here must not become (counted) shape queries.
+            with torch._C.DisableTorchFunction():
+                rec["inputs"] = callref.encode_call(args, kwargs or {}, self.describe_arg,
+                                                    lambda x: self.describe(x.label), bounded=True)
         self.calls.append(rec)
         self.seq += 1
         self.stack.append((call_id, path))
