@@ -37,10 +37,16 @@ void read_everything(store::Store& s) {
       for (const auto& use : s.signatures_of_model(m.id, p.id)) {
         (void)s.models_using(use.signature.id);
         (void)s.measurements_for(use.signature.id, p.id);
+        (void)s.point_keys(use.signature.id, p.id, true);
+        (void)s.resolution_of(use.signature.id, p.id);
         (void)s.find_signature(use.signature.hash);
       }
     }
-  for (const auto& p : provenances) (void)s.missing_signatures(p.id);
+  for (const auto& p : provenances) {
+    (void)s.missing_signatures(p.id);
+    (void)s.resolutions(p.id);
+  }
+  (void)s.provenances_with_occurrences();
 }
 }  // namespace
 

@@ -1,4 +1,4 @@
-// Schema versions: a new file, migration from v1, files from the future, foreign and broken files.
+// Schema versions: a new file, migration from v1 and v2, files from the future, foreign and broken files.
 #include <sqlite3.h>
 
 #include <fstream>
@@ -96,6 +96,58 @@ INSERT INTO measurements VALUES (11, 7, 5, 512, 1, 0, 0, 0, 1, 10, 0.002, 0.0019
                                  1.25, 0.01, 625.0, 1700000100, '{}');
 )sql";
 
+// The v2 migration exactly as dooly released it (frozen like the v1 DDL): v1 + this = a file written by the v2
+// release.
+constexpr std::string_view frozen_v2_script = R"sql(
+CREATE TABLE provenance_v2 (
+  id                INTEGER PRIMARY KEY,
+  gpu_name          TEXT    NOT NULL,
+  driver_version    TEXT    NOT NULL,
+  cuda_version      TEXT    NOT NULL,
+  engine            TEXT    NOT NULL,
+  engine_version    TEXT    NOT NULL,
+  attention_backend TEXT    NOT NULL,
+  dtype             TEXT    NOT NULL,
+  kv_cache_dtype    TEXT    NOT NULL,
+  block_size        INTEGER NOT NULL CHECK (block_size >= 0),
+  tp                INTEGER NOT NULL CHECK (tp >= 1),
+  extra_json        TEXT    NOT NULL DEFAULT '{}',
+  UNIQUE (gpu_name, driver_version, cuda_version, engine, engine_version, attention_backend, dtype,
+          kv_cache_dtype, block_size, tp, extra_json)
+) STRICT;
+INSERT INTO provenance_v2 (id, gpu_name, driver_version, cuda_version, engine, engine_version, attention_backend,
+                           dtype, kv_cache_dtype, block_size, tp, extra_json)
+  SELECT id, gpu_name, driver_version, cuda_version, engine, '', attention_backend, dtype, '', 0, tp, extra_json
+  FROM provenance;
+DROP TABLE provenance;
+ALTER TABLE provenance_v2 RENAME TO provenance;
+PRAGMA user_version = 2;
+)sql";
+
+// Rows a v2 release would have written (again non-contiguous ids, and two measurements with and without energy).
+constexpr std::string_view v2_rows = R"sql(
+INSERT INTO signatures VALUES (4, 'cc33', 'aten::linear', 'op', '{"op":"aten::linear"}', '{}', 1710000000);
+INSERT INTO signatures VALUES (8, 'dd44', 'LlamaMLP', 'module', '{"module":"mlp"}', '{"kernels":[]}', 1710000001);
+INSERT INTO models VALUES (2, 'qwen2.5-7b', 'qwen2', 'Qwen2ForCausalLM', 'cfg2');
+INSERT INTO provenance VALUES (12, 'NVIDIA H200', '580.159.04', '13.0', 'hf-transformers', '5.17.0', 'paged|sdpa',
+                               'bfloat16', 'bfloat16', 256, 1, '{"sdpa_kernel":"flash"}');
+INSERT INTO model_signatures VALUES (2, 12, 4, 'prefill', 196), (2, 12, 8, 'decode', 28);
+INSERT INTO measurements VALUES (21, 4, 12, 64, 1, 0, 1024, 1, 1, 20, 0.0005, 0.0005, 0.0004, 0.0007, 0.00002,
+                                 0.35, 0.004, 700.0, 1710000100, '{"graph":true}');
+INSERT INTO measurements VALUES (23, 8, 12, 1, 1, 0, 4096, 8, 0, 5, 0.001, 0.001, 0.0009, 0.0012, 0.0001,
+                                 NULL, NULL, NULL, 1710000200, '{}');
+)sql";
+
+std::string create_v2_file(const TempDir& dir) {
+  const std::string path = dir.file("v2.sqlite");
+  Database db(path, OpenMode::read_write, 1000ms);
+  db.execute("PRAGMA journal_mode = WAL");
+  db.execute(frozen_v1_ddl);
+  db.execute(frozen_v2_script);
+  db.execute(v2_rows);
+  return path;
+}
+
 std::string create_v1_file(const TempDir& dir) {
   const std::string path = dir.file("v1.sqlite");
   Database db(path, OpenMode::read_write, 1000ms);
@@ -138,9 +190,9 @@ StoreError expect_store_error(F&& f) {
 
 TEST(Schema, MigrationsAreNumberedInOrder) {
   const auto all = migrations();
-  ASSERT_EQ(all.size(), 2u);
+  ASSERT_EQ(all.size(), 3u);
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].to_version, static_cast<int>(i + 1));
-  EXPECT_EQ(current_schema_version(), 2);
+  EXPECT_EQ(current_schema_version(), 3);
 }
 
 TEST(Schema, NewFileIsCurrentWalAndMarked) {
@@ -150,7 +202,7 @@ TEST(Schema, NewFileIsCurrentWalAndMarked) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 0);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 2);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
     EXPECT_EQ(db.query_int64("PRAGMA application_id"), application_id);
     EXPECT_EQ(db.query_text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
@@ -158,9 +210,18 @@ TEST(Schema, NewFileIsCurrentWalAndMarked) {
               (std::vector<std::string>{"id", "gpu_name", "driver_version", "cuda_version", "engine", "engine_version",
                                         "attention_backend", "dtype", "kv_cache_dtype", "block_size", "tp",
                                         "extra_json"}));
+    std::string measurement_columns;
+    for (const std::string& c : columns(db, "measurements")) measurement_columns += c + " ";
+    EXPECT_EQ(measurement_columns,
+              "id signature_id provenance_id point_key status reason num_tokens num_requests prefill_chunk kv_length "
+              "batch is_prefill repetitions latency_mean_s latency_median_s latency_min_s latency_max_s latency_std_s "
+              "energy_j energy_hw_j energy_std_j avg_power_w measured_at_unix_s extra_json ");
+    EXPECT_EQ(columns(db, "resolutions"),
+              (std::vector<std::string>{"signature_id", "provenance_id", "unit_signature_id", "level", "status",
+                                        "attempts_json", "resolved_at_unix_s"}));
   }
   Store again = Store::open(path);  // reopening a current file changes nothing
-  EXPECT_EQ(again.schema_version_at_open(), 2);
+  EXPECT_EQ(again.schema_version_at_open(), 3);
 }
 
 TEST(Schema, MigratesV1KeepingEveryRow) {
@@ -170,7 +231,7 @@ TEST(Schema, MigratesV1KeepingEveryRow) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 1);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 2);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
 
@@ -208,6 +269,8 @@ TEST(Schema, MigratesV1KeepingEveryRow) {
     EXPECT_EQ(measured[0].num_tokens, 512);
     EXPECT_EQ(measured[0].energy_j, 1.25);
     EXPECT_EQ(measured[0].avg_power_w, 625.0);
+    EXPECT_EQ(measured[0].point_key, "");  // v3's columns: legacy defaults
+    EXPECT_EQ(measured[0].status, MeasurementStatus::ok);
 
     // The v2 identity: same old fields, now told apart by the KV-cache dtype.
     Provenance p = provenances[0];
@@ -229,11 +292,94 @@ TEST(Schema, MigratesV1KeepingEveryRow) {
   EXPECT_EQ(schema_sql(path), schema_sql(dir.file("fresh.sqlite")));
 }
 
+TEST(Schema, MigratesV2KeepingEveryRow) {
+  TempDir dir;
+  const std::string path = create_v2_file(dir);
+  {
+    Store store = Store::open(path);
+    EXPECT_EQ(store.schema_version_at_open(), 2);
+    Database& db = store.database();
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
+    EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
+    EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    EXPECT_EQ(db.query_int64("SELECT count(*) FROM resolutions"), 0);
+
+    const Summary summary = store.summary();
+    EXPECT_EQ(summary.signatures, 2);
+    EXPECT_EQ(summary.models, 1);
+    EXPECT_EQ(summary.provenances, 1);
+    EXPECT_EQ(summary.occurrences, 196 + 28);
+    EXPECT_EQ(summary.measurements, 2);
+    EXPECT_EQ(summary.measurements_by_status[static_cast<size_t>(MeasurementStatus::ok)], 2);
+
+    const auto provenances = store.provenances();
+    ASSERT_EQ(provenances.size(), 1u);
+    EXPECT_EQ(provenances[0].id, 12);
+    EXPECT_EQ(provenances[0].kv_cache_dtype, "bfloat16");
+    EXPECT_EQ(provenances[0].block_size, 256);
+    EXPECT_EQ(store.find_signature("dd44")->id, 8);
+    EXPECT_EQ(store.find_model("qwen2.5-7b", "cfg2")->id, 2);
+    EXPECT_EQ(store.signatures_of_model(2, 12).size(), 2u);
+
+    // Every measurement with its id and values; the new columns "not recorded".
+    const auto linear = store.measurements_for(4, 12);
+    ASSERT_EQ(linear.size(), 1u);
+    const Measurement& m = linear[0];
+    EXPECT_EQ(m.id, 21);
+    EXPECT_EQ(m.num_tokens, 64);
+    EXPECT_EQ(m.num_requests, 1);
+    EXPECT_EQ(m.kv_length, 1024);
+    EXPECT_EQ(m.batch, 1);
+    EXPECT_TRUE(m.is_prefill);
+    EXPECT_EQ(m.repetitions, 20);
+    EXPECT_EQ(m.latency_mean_s, 0.0005);
+    EXPECT_EQ(m.latency_min_s, 0.0004);
+    EXPECT_EQ(m.latency_max_s, 0.0007);
+    EXPECT_EQ(m.latency_std_s, 0.00002);
+    EXPECT_EQ(m.energy_j, 0.35);
+    EXPECT_EQ(m.energy_std_j, 0.004);
+    EXPECT_EQ(m.avg_power_w, 700.0);
+    EXPECT_EQ(m.measured_at_unix_s, 1710000100);
+    EXPECT_EQ(m.extra_json, R"({"graph":true})");
+    EXPECT_EQ(m.point_key, "");
+    EXPECT_EQ(m.status, MeasurementStatus::ok);
+    EXPECT_EQ(m.reason, "");
+    EXPECT_FALSE(m.energy_hw_j);
+    const auto mlp = store.measurements_for(8, 12);
+    ASSERT_EQ(mlp.size(), 1u);
+    EXPECT_EQ(mlp[0].id, 23);
+    EXPECT_FALSE(mlp[0].energy_j);
+    EXPECT_FALSE(mlp[0].avg_power_w);
+    EXPECT_EQ(mlp[0].batch, 8);
+
+    // Legacy rows match no point: the planner measures those points again.
+    EXPECT_TRUE(store.point_keys(4, 12, true).empty());
+    // The rebuilt table takes v3 rows and still checks its references.
+    Measurement failed;
+    failed.signature_id = 4;
+    failed.provenance_id = 12;
+    failed.point_key = R"({"NUM_TOKS":64})";
+    failed.status = MeasurementStatus::oom;
+    failed.reason = "OutOfMemoryError: CUDA out of memory";
+    failed.repetitions = 0;
+    EXPECT_GT(store.insert_measurement(failed), 23);
+    EXPECT_EQ(store.point_keys(4, 12, true), std::vector<std::string>{R"({"NUM_TOKS":64})"});
+    failed.signature_id = 99;
+    EXPECT_THROW(store.insert_measurement(failed), StoreError);
+    // The CHECKs of the new layout hold for writers that bypass the API, too.
+    EXPECT_THROW(db.execute("UPDATE measurements SET repetitions = 0 WHERE id = 21"), StoreError);
+    EXPECT_THROW(db.execute("UPDATE measurements SET status = 'failed' WHERE id = 21"), StoreError);  // no reason
+  }
+  Store::open(dir.file("fresh.sqlite"));
+  EXPECT_EQ(schema_sql(path), schema_sql(dir.file("fresh.sqlite")));
+}
+
 TEST(Schema, ReadOnlyOpenOfAnOlderFileAsksForAReadWriteOpen) {
   TempDir dir;
   const std::string path = create_v1_file(dir);
   const StoreError e = expect_store_error([&] { Store::open(path, Store::Mode::read_only); });
-  EXPECT_NE(std::string(e.what()).find("schema version 1 is older than this dooly's schema version 2"), std::string::npos)
+  EXPECT_NE(std::string(e.what()).find("schema version 1 is older than this dooly's schema version 3"),
+            std::string::npos)
       << e.what();
   EXPECT_NE(e.fix().find("read-write"), std::string::npos) << e.fix();
   Database db(path, OpenMode::read_only, 1000ms);
@@ -244,16 +390,17 @@ TEST(Schema, FileFromTheFutureIsRefused) {
   TempDir dir;
   const std::string path = dir.file("future.sqlite");
   Store::open(path);
-  set_user_version(path, 3);
+  set_user_version(path, 4);
   for (Store::Mode mode : {Store::Mode::read_write, Store::Mode::read_only}) {
     const StoreError e = expect_store_error([&] { Store::open(path, mode); });
-    EXPECT_EQ(std::string(e.what()),
-              fmt::format("store {}: schema version 3 is newer than this dooly understands (schema version 2) — "
-                          "upgrade dooly to a release that writes this schema version; never downgrade a store in place",
-                          path));
+    EXPECT_EQ(
+        std::string(e.what()),
+        fmt::format("store {}: schema version 4 is newer than this dooly understands (schema version 3) — "
+                    "upgrade dooly to a release that writes this schema version; never downgrade a store in place",
+                    path));
   }
   Database db(path, OpenMode::read_only, 1000ms);
-  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
+  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
 }
 
 TEST(Schema, ForeignSqliteFileIsRefused) {

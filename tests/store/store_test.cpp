@@ -75,8 +75,9 @@ class StoreTest : public ::testing::Test {
 
 TEST_F(StoreTest, SignatureRoundTrip) {
   const int64_t before = wall_now_us() / 1'000'000;
-  const SignatureUpsert up = store.upsert_signature(hex(1), "aten::linear", SignatureKind::op,
-                                                    R"({"op":"aten::linear","w":[4096,4096]})", R"({"kernels":["sm90_gemm"]})");
+  const SignatureUpsert up =
+      store.upsert_signature(hex(1), "aten::linear", SignatureKind::op, R"({"op":"aten::linear","w":[4096,4096]})",
+                             R"({"kernels":["sm90_gemm"]})");
   EXPECT_TRUE(up.inserted);
   EXPECT_GT(up.id, 0);
   const auto s = store.find_signature(hex(1));
@@ -98,8 +99,10 @@ TEST_F(StoreTest, SignatureRoundTrip) {
 }
 
 TEST_F(StoreTest, DuplicateHashIsNotInsertedAndKeepsFirstMetadata) {
-  const auto first = store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})", R"({"kernels":["k_128"]})");
-  const auto again = store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})", R"({"kernels":["k_256"]})");
+  const auto first =
+      store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})", R"({"kernels":["k_128"]})");
+  const auto again =
+      store.upsert_signature(hex(1), "aten::mm", SignatureKind::op, R"({"a":1})", R"({"kernels":["k_256"]})");
   EXPECT_FALSE(again.inserted);
   EXPECT_EQ(again.id, first.id);
   EXPECT_EQ(store.find_signature(hex(1))->metadata_json, R"({"kernels":["k_128"]})");
@@ -379,6 +382,219 @@ TEST_F(OccurrenceTest, MeasurementArgumentsAreChecked) {
   EXPECT_EQ(store.summary().measurements, 0);
 }
 
+// ------------------------------------------------------------------------------- sweep points and their outcome
+
+Measurement failure(int64_t signature_id, int64_t provenance_id, std::string key, MeasurementStatus status) {
+  Measurement m;
+  m.signature_id = signature_id;
+  m.provenance_id = provenance_id;
+  m.point_key = std::move(key);
+  m.status = status;
+  m.reason = "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB";
+  m.repetitions = 0;
+  return m;
+}
+
+TEST_F(OccurrenceTest, PointKeysOfCommittedPointsWithAndWithoutFailures) {
+  Measurement a = point(sig[0], gpu, 64);
+  a.point_key = R"({"KV_TOKS":1024,"NUM_TOKS":64})";
+  a.energy_hw_j = 0.0125;
+  store.insert_measurement(a);
+  store.insert_measurement(a);  // measured twice: one key
+  Measurement b = point(sig[0], gpu, 128);
+  b.point_key = R"({"KV_TOKS":1024,"NUM_TOKS":128})";
+  store.insert_measurement(b);
+  store.insert_measurement(point(sig[0], gpu, 256));  // no key: matches no point
+  store.insert_measurement(failure(sig[0], gpu, R"({"KV_TOKS":8192,"NUM_TOKS":4096})", MeasurementStatus::oom));
+  Measurement slow = failure(sig[0], gpu, R"({"KV_TOKS":1024,"NUM_TOKS":64})", MeasurementStatus::timeout);
+  slow.reason = "TimeoutError: point took more than 60 s";
+  store.insert_measurement(slow);  // the same point as an ok row: listed once
+  store.insert_measurement(failure(sig[1], gpu, R"({"NUM_TOKS":1})", MeasurementStatus::failed));
+  Measurement elsewhere = point(sig[0], cpu, 64);
+  elsewhere.point_key = R"({"NUM_TOKS":7})";
+  store.insert_measurement(elsewhere);
+
+  EXPECT_EQ(store.point_keys(sig[0], gpu, false),
+            (std::vector<std::string>{R"({"KV_TOKS":1024,"NUM_TOKS":128})", R"({"KV_TOKS":1024,"NUM_TOKS":64})"}));
+  EXPECT_EQ(store.point_keys(sig[0], gpu, true),
+            (std::vector<std::string>{R"({"KV_TOKS":1024,"NUM_TOKS":128})", R"({"KV_TOKS":1024,"NUM_TOKS":64})",
+                                      R"({"KV_TOKS":8192,"NUM_TOKS":4096})"}));
+  EXPECT_TRUE(store.point_keys(sig[1], gpu, false).empty());
+  EXPECT_EQ(store.point_keys(sig[1], gpu, true), std::vector<std::string>{R"({"NUM_TOKS":1})"});
+  EXPECT_EQ(store.point_keys(sig[0], cpu, false), std::vector<std::string>{R"({"NUM_TOKS":7})"});
+  EXPECT_TRUE(store.point_keys(sig[2], gpu, true).empty());
+
+  const auto rows = store.measurements_for(sig[0], gpu);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[0].point_key, R"({"KV_TOKS":1024,"NUM_TOKS":64})");
+  EXPECT_EQ(rows[0].status, MeasurementStatus::ok);
+  EXPECT_EQ(rows[0].energy_hw_j, 0.0125);
+  EXPECT_FALSE(rows[2].energy_hw_j);
+  EXPECT_EQ(rows[4].status, MeasurementStatus::oom);
+  EXPECT_EQ(rows[4].reason, "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+  EXPECT_EQ(rows[4].repetitions, 0);
+  EXPECT_EQ(rows[4].latency_mean_s, 0);
+  EXPECT_FALSE(rows[4].energy_j);
+  EXPECT_EQ(rows[5].status, MeasurementStatus::timeout);
+
+  const Summary s = store.summary();
+  EXPECT_EQ(s.measurements, 8);
+  EXPECT_EQ(s.measurements_by_status, (std::array<int64_t, 4>{5, 1, 1, 1}));  // ok, failed, oom, timeout
+  // A failed point is still a measurement: the signature is no longer "missing" (the planner reads its keys).
+  store.add_occurrences(llama, gpu, sig[1], Phase::prefill, 1);
+  EXPECT_TRUE(store.missing_signatures(gpu).empty());
+}
+
+TEST_F(OccurrenceTest, PointOutcomesAreChecked) {
+  Measurement m = failure(sig[0], gpu, R"({"NUM_TOKS":1})", MeasurementStatus::failed);
+  m.reason = "";
+  EXPECT_EQ(error_text([&] { store.insert_measurement(m); }),
+            "measurement with status failed has no reason — say why in one line: the exception type and the last line "
+            "of its message");
+  m.reason = "RuntimeError: first line\nsecond line";
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = failure(sig[0], gpu, R"({"NUM_TOKS":1})", MeasurementStatus::timeout);
+  m.latency_mean_s = 1;  // no completed call, but a latency
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = failure(sig[0], gpu, R"({"NUM_TOKS":1})", MeasurementStatus::failed);
+  m.repetitions = -1;
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  // A timeout after some calls keeps their statistics.
+  m = point(sig[0], gpu, 1);
+  m.status = MeasurementStatus::timeout;
+  m.reason = "TimeoutError: 3 of 10 calls in 60 s";
+  m.repetitions = 3;
+  store.insert_measurement(m);
+  m.latency_min_s = 1.0;  // ordered statistics still required once there are calls
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+
+  m = point(sig[0], gpu, 1);
+  m.repetitions = 0;  // ok needs calls
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = point(sig[0], gpu, 1);
+  m.energy_hw_j = -0.1;
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  m = point(sig[0], gpu, 1);
+  m.point_key = R"({"NUM_TOKS": 64, "KV_TOKS": 1024})";  // not canonical
+  EXPECT_EQ(error_text([&] { store.insert_measurement(m); }),
+            R"(point_key '{"NUM_TOKS": 64, "KV_TOKS": 1024}' is not canonical (canonical: '{"KV_TOKS":1024,)"
+            R"("NUM_TOKS":64}') — build the key with canonical_point_key (keys sorted, no whitespace))");
+  m.point_key = "[64]";
+  EXPECT_THROW(store.insert_measurement(m), InputError);
+  EXPECT_EQ(store.summary().measurements, 1);
+}
+
+TEST(PointKey, CanonicalFormSortsKeysAndDropsWhitespace) {
+  EXPECT_EQ(canonical_point_key(R"({ "NUM_TOKS": 64, "KV_TOKS": 1024 })"), R"({"KV_TOKS":1024,"NUM_TOKS":64})");
+  EXPECT_EQ(canonical_point_key(R"({"B":"x","A":-1})"), R"({"A":-1,"B":"x"})");
+  EXPECT_EQ(canonical_point_key("{}"), "{}");
+  EXPECT_THROW(canonical_point_key("[1]"), InputError);
+  EXPECT_THROW(canonical_point_key("NUM_TOKS=64"), InputError);
+}
+
+// --------------------------------------------------------------------------------------------------- resolutions
+
+TEST_F(OccurrenceTest, ResolutionRoundTripAndReplace) {
+  EXPECT_FALSE(store.resolution_of(sig[0], gpu));
+  Resolution r;
+  r.signature_id = sig[0];
+  r.provenance_id = gpu;
+  r.unit_signature_id = sig[2];
+  r.level = 1;
+  r.status = ResolutionStatus::absorbed;
+  r.attempts_json = fmt::format(R"([{{"unit": "{}", "level": 0, "error": "RuntimeError: needs a KV cache"}}])", hex(1));
+  r.resolved_at_unix_s = 1'790'000'000;
+  store.set_resolution(r);
+  auto got = store.resolution_of(sig[0], gpu);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->signature_id, sig[0]);
+  EXPECT_EQ(got->provenance_id, gpu);
+  EXPECT_EQ(got->unit_signature_id, sig[2]);
+  EXPECT_EQ(got->level, 1);
+  EXPECT_EQ(got->status, ResolutionStatus::absorbed);
+  EXPECT_EQ(got->attempts_json,
+            fmt::format(R"([{{"error":"RuntimeError: needs a KV cache","level":0,"unit":"{}"}}])", hex(1)));
+  EXPECT_EQ(got->resolved_at_unix_s, 1'790'000'000);
+  EXPECT_FALSE(store.resolution_of(sig[0], cpu));
+
+  // Replaced, not added: a later resolution of the same pair.
+  Resolution again;
+  again.signature_id = sig[0];
+  again.provenance_id = gpu;
+  again.unit_signature_id = sig[0];
+  const int64_t before = wall_now_us() / 1'000'000;
+  store.set_resolution(again);
+  got = store.resolution_of(sig[0], gpu);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->unit_signature_id, sig[0]);
+  EXPECT_EQ(got->level, 0);
+  EXPECT_EQ(got->status, ResolutionStatus::runs);
+  EXPECT_EQ(got->attempts_json, "[]");
+  EXPECT_GE(got->resolved_at_unix_s, before);  // 0: now
+
+  Resolution none;
+  none.signature_id = sig[1];
+  none.provenance_id = gpu;
+  none.status = ResolutionStatus::unrunnable;
+  none.level = 2;
+  store.set_resolution(none);
+  Resolution on_cpu = again;
+  on_cpu.provenance_id = cpu;
+  store.set_resolution(on_cpu);
+
+  const auto under_gpu = store.resolutions(gpu);
+  ASSERT_EQ(under_gpu.size(), 2u);
+  EXPECT_EQ(under_gpu[0].signature_id, sig[0]);
+  EXPECT_EQ(under_gpu[1].signature_id, sig[1]);
+  EXPECT_FALSE(under_gpu[1].unit_signature_id);
+  EXPECT_EQ(under_gpu[1].status, ResolutionStatus::unrunnable);
+  EXPECT_EQ(store.resolutions(cpu).size(), 1u);
+  EXPECT_EQ(store.summary().resolutions, 3);
+}
+
+TEST_F(OccurrenceTest, ResolutionArgumentsAreChecked) {
+  Resolution r;
+  r.signature_id = sig[0];
+  r.provenance_id = gpu;
+  r.status = ResolutionStatus::runs;  // but no unit
+  EXPECT_EQ(error_text([&] { store.set_resolution(r); }),
+            fmt::format("resolution of signature {} has status runs and no unit — name the unit that runs exactly "
+                        "when one does (status unrunnable: none)",
+                        sig[0]));
+  r.status = ResolutionStatus::unrunnable;
+  r.unit_signature_id = sig[1];  // but a unit
+  EXPECT_THROW(store.set_resolution(r), InputError);
+  r.status = ResolutionStatus::runs;
+  r.level = -1;
+  EXPECT_THROW(store.set_resolution(r), InputError);
+  r.level = 0;
+  for (const char* attempts :
+       {"{}", "[1]", R"([{"unit":"aa","level":0}])", R"([{"unit":"aa","level":-1,"error":"x"}])", "not json"})
+    EXPECT_THROW(
+        {
+          r.attempts_json = attempts;
+          store.set_resolution(r);
+        },
+        InputError)
+        << attempts;
+  r.attempts_json = "[]";
+  r.unit_signature_id = 9999;  // not a signature
+  EXPECT_THROW(store.set_resolution(r), StoreError);
+  r.unit_signature_id = sig[0];
+  r.provenance_id = 9999;
+  EXPECT_THROW(store.set_resolution(r), StoreError);
+  EXPECT_EQ(store.summary().resolutions, 0);
+}
+
+TEST_F(OccurrenceTest, ProvenancesWithOccurrences) {
+  EXPECT_TRUE(store.provenances_with_occurrences().empty());
+  store.add_occurrences(llama, cpu, sig[0], Phase::prefill, 1);
+  store.add_occurrences(qwen, cpu, sig[1], Phase::prefill, 1);
+  EXPECT_EQ(store.provenances_with_occurrences(), std::vector<int64_t>{cpu});
+  store.add_occurrences(qwen, gpu, sig[1], Phase::decode, 1);
+  EXPECT_EQ(store.provenances_with_occurrences(), (std::vector<int64_t>{gpu, cpu}));
+}
+
 // --------------------------------------------------------------------------------------------- planning query
 
 TEST_F(OccurrenceTest, MissingSignaturesAreThoseNotYetMeasuredThere) {
@@ -440,7 +656,7 @@ TEST_F(OccurrenceTest, DataSurvivesReopeningAndReadOnlyCannotWrite) {
   Store reader = Store::open(dir.file("dooly.sqlite"), Store::Mode::read_only);
   EXPECT_EQ(reader.mode(), Store::Mode::read_only);
   const Summary after = reader.summary();
-  EXPECT_EQ(after.schema_version, 2);
+  EXPECT_EQ(after.schema_version, 3);
   EXPECT_EQ(after.signatures, before.signatures);
   EXPECT_EQ(after.models, 2);
   EXPECT_EQ(after.provenances, 2);
@@ -460,8 +676,17 @@ TEST_F(OccurrenceTest, DataSurvivesReopeningAndReadOnlyCannotWrite) {
 TEST(Records, EnumsRoundTripThroughText) {
   for (Phase p : {Phase::prefill, Phase::decode, Phase::mixed}) EXPECT_EQ(parse_phase(to_string(p)), p);
   for (SignatureKind k : {SignatureKind::op, SignatureKind::module}) EXPECT_EQ(parse_signature_kind(to_string(k)), k);
+  for (MeasurementStatus s :
+       {MeasurementStatus::ok, MeasurementStatus::failed, MeasurementStatus::oom, MeasurementStatus::timeout})
+    EXPECT_EQ(parse_measurement_status(to_string(s)), s);
+  for (ResolutionStatus s : {ResolutionStatus::runs, ResolutionStatus::absorbed, ResolutionStatus::unrunnable})
+    EXPECT_EQ(parse_resolution_status(to_string(s)), s);
+  EXPECT_EQ(to_string(MeasurementStatus::oom), "oom");
+  EXPECT_EQ(to_string(ResolutionStatus::unrunnable), "unrunnable");
   EXPECT_FALSE(parse_phase("Prefill"));
   EXPECT_FALSE(parse_signature_kind(""));
+  EXPECT_FALSE(parse_measurement_status("OK"));
+  EXPECT_FALSE(parse_resolution_status(""));
 }
 
 }  // namespace

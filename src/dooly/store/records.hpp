@@ -1,5 +1,7 @@
 #pragma once
 // The rows of the store as plain structs. Units are in the field names; ids are the tables' row ids.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,10 +13,24 @@ enum class SignatureKind { op, module };
 // Which kind of engine step a signature was traced in (a mixed step batches decodes with a prefill chunk).
 enum class Phase { prefill, decode, mixed };
 
+// How a sweep point's measurement ended. Only `ok` rows carry statistics; the others record why the point
+// gave none (a Python exception, CUDA out of memory, the per-point time limit), so a planner does not retry
+// them blindly.
+enum class MeasurementStatus { ok, failed, oom, timeout };
+inline constexpr size_t measurement_status_count = 4;
+// Which unit measures a signature under a measurement context: `runs` (the signature itself, level 0),
+// `absorbed` (a module `level` steps up runs and its measurement covers this signature), `unrunnable` (no level
+// could be run: no unit).
+enum class ResolutionStatus { runs, absorbed, unrunnable };
+
 std::string_view to_string(SignatureKind kind) noexcept;
 std::string_view to_string(Phase phase) noexcept;
+std::string_view to_string(MeasurementStatus status) noexcept;
+std::string_view to_string(ResolutionStatus status) noexcept;
 std::optional<SignatureKind> parse_signature_kind(std::string_view text) noexcept;
 std::optional<Phase> parse_phase(std::string_view text) noexcept;
+std::optional<MeasurementStatus> parse_measurement_status(std::string_view text) noexcept;
+std::optional<ResolutionStatus> parse_resolution_status(std::string_view text) noexcept;
 
 struct Signature {
   int64_t id = 0;
@@ -81,23 +97,45 @@ struct Measurement {
   int64_t id = 0;  // set by the store
   int64_t signature_id = 0;
   int64_t provenance_id = 0;
+  // The point's identity: its variable bindings as a canonical JSON object (keys sorted, compact), e.g.
+  // {"KV_TOKS":1024,"NUM_TOKS":64}; canonical_point_key() makes one. '' = no key (rows from schema v2): such a
+  // row matches no point.
+  std::string point_key;
+  MeasurementStatus status = MeasurementStatus::ok;
+  std::string reason;  // non-ok rows: one line, "<ExceptionType>: <last line of its message>"
   int64_t num_tokens = 0;
   int64_t num_requests = 0;
   int64_t prefill_chunk = 0;
   int64_t kv_length = 0;
   int64_t batch = 0;
   bool is_prefill = false;
-  int64_t repetitions = 1;  // calls the statistics are over
+  int64_t repetitions = 1;  // calls the statistics are over (>= 1 when ok; a point that never completed: 0)
   double latency_mean_s = 0;
   double latency_median_s = 0;
   double latency_min_s = 0;
   double latency_max_s = 0;
   double latency_std_s = 0;
-  std::optional<double> energy_j;  // per call; absent when no power source was available
+  std::optional<double> energy_j;     // per call; absent when no power source was available
+  std::optional<double> energy_hw_j;  // half-width of the 95 % interval of energy_j; absent when not known
   std::optional<double> energy_std_j;
   std::optional<double> avg_power_w;
   int64_t measured_at_unix_s = 0;  // 0 on insert: now
   std::string extra_json = "{}";   // a JSON object
+};
+
+// Which unit measures `signature_id` under the measurement context `provenance_id` (one row per pair).
+struct Resolution {
+  int64_t signature_id = 0;
+  int64_t provenance_id = 0;
+  // The signature that runs: itself (status runs, level 0) or the module that absorbs it (status absorbed,
+  // level >= 1). Absent exactly when status is unrunnable (the one rule set_resolution checks between them).
+  std::optional<int64_t> unit_signature_id;
+  int64_t level = 0;  // 0 = the signature itself, 1 = its parent module, ...
+  ResolutionStatus status = ResolutionStatus::runs;
+  // One entry per lower level that failed: [{"error":"<Type>: <last line>","level":0,"unit":"<hash>"}, ...]
+  // (a JSON array of objects with at least those keys; stored normalized: keys sorted, compact).
+  std::string attempts_json = "[]";
+  int64_t resolved_at_unix_s = 0;  // 0 on set_resolution: now
 };
 
 // Row counts, all taken from one snapshot of the file.
@@ -108,7 +146,10 @@ struct Summary {
   int64_t provenances = 0;
   int64_t occurrence_rows = 0;  // rows of model_signatures
   int64_t occurrences = 0;      // sum of their counts
-  int64_t measurements = 0;
+  int64_t measurements = 0;     // all statuses
+  // measurements_by_status[static_cast<size_t>(MeasurementStatus::oom)], ...; they sum to measurements.
+  std::array<int64_t, measurement_status_count> measurements_by_status{};
+  int64_t resolutions = 0;
 };
 
 }  // namespace dooly::store

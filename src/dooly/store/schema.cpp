@@ -108,9 +108,70 @@ DROP TABLE provenance;
 ALTER TABLE provenance_v2 RENAME TO provenance;
 )sql";
 
-constexpr std::array<Migration, 2> all_migrations{{
+// v3: part 2's isolated profiling. measurements gains the sweep point's identity (point_key), an outcome
+// (status, reason: a point that failed, ran out of memory or timed out is recorded so it is not retried blindly)
+// and the 95 % half-width of energy_j; repetitions may be 0 (a point that never completed). SQLite cannot change
+// a CHECK in place, so the table is rebuilt (ids kept). Rows from v2 get point_key '' (legacy: matches no point),
+// status 'ok', reason '', energy_hw_j NULL. New table resolutions: which unit measures a signature under a
+// measurement context (the signature itself, or the module `level` steps up that absorbs it, or none).
+constexpr std::string_view v3_script = R"sql(
+CREATE TABLE measurements_v3 (
+  id                 INTEGER PRIMARY KEY,
+  signature_id       INTEGER NOT NULL REFERENCES signatures (id),
+  provenance_id      INTEGER NOT NULL REFERENCES provenance (id),
+  point_key          TEXT    NOT NULL DEFAULT '',
+  status             TEXT    NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'failed', 'oom', 'timeout')),
+  reason             TEXT    NOT NULL DEFAULT '',
+  num_tokens         INTEGER NOT NULL CHECK (num_tokens >= 0),
+  num_requests       INTEGER NOT NULL CHECK (num_requests >= 0),
+  prefill_chunk      INTEGER NOT NULL CHECK (prefill_chunk >= 0),
+  kv_length          INTEGER NOT NULL CHECK (kv_length >= 0),
+  batch              INTEGER NOT NULL CHECK (batch >= 0),
+  is_prefill         INTEGER NOT NULL CHECK (is_prefill IN (0, 1)),
+  repetitions        INTEGER NOT NULL CHECK (repetitions >= 0),
+  latency_mean_s     REAL    NOT NULL,
+  latency_median_s   REAL    NOT NULL,
+  latency_min_s      REAL    NOT NULL,
+  latency_max_s      REAL    NOT NULL,
+  latency_std_s      REAL    NOT NULL,
+  energy_j           REAL,
+  energy_hw_j        REAL,
+  energy_std_j       REAL,
+  avg_power_w        REAL,
+  measured_at_unix_s INTEGER NOT NULL,
+  extra_json         TEXT    NOT NULL DEFAULT '{}',
+  CHECK (status <> 'ok' OR repetitions >= 1),
+  CHECK (status = 'ok' OR reason <> '')
+) STRICT;
+INSERT INTO measurements_v3 (id, signature_id, provenance_id, num_tokens, num_requests, prefill_chunk, kv_length,
+                             batch, is_prefill, repetitions, latency_mean_s, latency_median_s, latency_min_s,
+                             latency_max_s, latency_std_s, energy_j, energy_std_j, avg_power_w, measured_at_unix_s,
+                             extra_json)
+  SELECT id, signature_id, provenance_id, num_tokens, num_requests, prefill_chunk, kv_length, batch, is_prefill,
+         repetitions, latency_mean_s, latency_median_s, latency_min_s, latency_max_s, latency_std_s, energy_j,
+         energy_std_j, avg_power_w, measured_at_unix_s, extra_json
+  FROM measurements;
+DROP TABLE measurements;
+ALTER TABLE measurements_v3 RENAME TO measurements;
+CREATE INDEX measurements_by_point ON measurements (signature_id, provenance_id, point_key);
+
+CREATE TABLE resolutions (
+  signature_id       INTEGER NOT NULL REFERENCES signatures (id),
+  provenance_id      INTEGER NOT NULL REFERENCES provenance (id),
+  unit_signature_id  INTEGER REFERENCES signatures (id),
+  level              INTEGER NOT NULL CHECK (level >= 0),
+  status             TEXT    NOT NULL CHECK (status IN ('runs', 'absorbed', 'unrunnable')),
+  attempts_json      TEXT    NOT NULL DEFAULT '[]',
+  resolved_at_unix_s INTEGER NOT NULL,
+  PRIMARY KEY (signature_id, provenance_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX resolutions_by_provenance ON resolutions (provenance_id);
+)sql";
+
+constexpr std::array<Migration, 3> all_migrations{{
     {1, "signatures, models, provenance, model_signatures, measurements", v1_script},
     {2, "provenance: add engine_version, kv_cache_dtype, block_size (part of its identity)", v2_script},
+    {3, "measurements: add point_key, status, reason, energy_hw_j; new table resolutions", v3_script},
 }};
 
 struct FileState {

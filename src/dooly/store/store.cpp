@@ -62,31 +62,95 @@ void check_optional(const std::optional<double>& value, std::string_view field) 
     DOOLY_THROW(InputError, "leave it empty when no power source was available", "{} is {}", field, *value);
 }
 
+void check_one_line(std::string_view text, std::string_view field) {
+  if (text.find_first_of("\r\n") != std::string_view::npos)
+    DOOLY_THROW(InputError, "keep the exception type and the last line of its message", "{} spans lines: '{}'", field,
+                shorten(text));
+}
+
+void check_point_key(std::string_view key) {
+  if (key.empty()) return;  // no key: the row matches no point (as rows from schema v2)
+  const std::string canonical = canonical_point_key(key);
+  if (canonical != key)
+    DOOLY_THROW(InputError, "build the key with canonical_point_key (keys sorted, no whitespace)",
+                "point_key '{}' is not canonical (canonical: '{}')", shorten(key), shorten(canonical));
+}
+
 void check_measurement(const Measurement& m) {
   check_id(m.signature_id, "signature_id");
   check_id(m.provenance_id, "provenance_id");
+  check_point_key(m.point_key);
+  check_one_line(m.reason, "measurement reason");
   check_non_negative(m.num_tokens, "num_tokens");
   check_non_negative(m.num_requests, "num_requests");
   check_non_negative(m.prefill_chunk, "prefill_chunk");
   check_non_negative(m.kv_length, "kv_length");
   check_non_negative(m.batch, "batch");
-  if (m.repetitions < 1)
-    DOOLY_THROW(InputError, "repetitions is the number of timed calls the statistics are over (>= 1)",
+  const bool ok = m.status == MeasurementStatus::ok;
+  if (!ok && m.reason.empty())
+    DOOLY_THROW(InputError, "say why in one line: the exception type and the last line of its message",
+                "measurement with status {} has no reason", to_string(m.status));
+  if (m.repetitions < (ok ? 1 : 0))
+    DOOLY_THROW(InputError,
+                ok ? "repetitions is the number of timed calls the statistics are over (>= 1)"
+                   : "repetitions is the number of timed calls that completed (>= 0)",
                 "repetitions is {}", m.repetitions);
   check_seconds(m.latency_mean_s, "latency_mean_s");
   check_seconds(m.latency_median_s, "latency_median_s");
   check_seconds(m.latency_min_s, "latency_min_s");
   check_seconds(m.latency_max_s, "latency_max_s");
   check_seconds(m.latency_std_s, "latency_std_s");
-  const bool ordered = m.latency_min_s <= m.latency_mean_s && m.latency_mean_s <= m.latency_max_s &&
-                       m.latency_min_s <= m.latency_median_s && m.latency_median_s <= m.latency_max_s;
-  if (!ordered)
-    DOOLY_THROW(InputError, "min <= mean, median <= max must hold: check which statistic went where",
-                "latency statistics out of order: min {} mean {} median {} max {}", m.latency_min_s, m.latency_mean_s,
-                m.latency_median_s, m.latency_max_s);
+  if (m.repetitions == 0) {
+    const bool zero = m.latency_mean_s == 0 && m.latency_median_s == 0 && m.latency_min_s == 0 &&
+                      m.latency_max_s == 0 && m.latency_std_s == 0;
+    if (!zero)
+      DOOLY_THROW(InputError, "a point without a completed call has no statistics: leave the latencies 0",
+                  "measurement with 0 repetitions has latencies: min {} mean {} median {} max {} std {}",
+                  m.latency_min_s, m.latency_mean_s, m.latency_median_s, m.latency_max_s, m.latency_std_s);
+  } else {
+    const bool ordered = m.latency_min_s <= m.latency_mean_s && m.latency_mean_s <= m.latency_max_s &&
+                         m.latency_min_s <= m.latency_median_s && m.latency_median_s <= m.latency_max_s;
+    if (!ordered)
+      DOOLY_THROW(InputError, "min <= mean, median <= max must hold: check which statistic went where",
+                  "latency statistics out of order: min {} mean {} median {} max {}", m.latency_min_s, m.latency_mean_s,
+                  m.latency_median_s, m.latency_max_s);
+  }
   check_optional(m.energy_j, "energy_j");
+  check_optional(m.energy_hw_j, "energy_hw_j");
   check_optional(m.energy_std_j, "energy_std_j");
   check_optional(m.avg_power_w, "avg_power_w");
+}
+
+// attempts_json: an array of {"unit": hash, "level": n, "error": text} (more keys allowed); returned normalized.
+std::string checked_attempts(std::string_view text) {
+  const std::string normalized = checked_json(text, "resolution attempts_json", false);
+  const nlohmann::json value = nlohmann::json::parse(normalized);
+  if (!value.is_array())
+    DOOLY_THROW(InputError, R"(pass a JSON array such as [{"unit":"<hash>","level":0,"error":"<Type>: <line>"}])",
+                "resolution attempts_json must be a JSON array, got '{}'", shorten(text));
+  for (const nlohmann::json& a : value) {
+    const bool shaped = a.is_object() && a.contains("unit") && a["unit"].is_string() && a.contains("level") &&
+                        a["level"].is_number_integer() && a["level"].get<int64_t>() >= 0 && a.contains("error") &&
+                        a["error"].is_string();
+    if (!shaped)
+      DOOLY_THROW(InputError, R"(each attempt is {"unit":"<hash>","level":<n >= 0>,"error":"<Type>: <last line>"})",
+                  "resolution attempt '{}' lacks unit, level or error", shorten(a.dump()));
+  }
+  return normalized;
+}
+
+void check_resolution(const Resolution& r) {
+  check_id(r.signature_id, "resolution signature_id");
+  check_id(r.provenance_id, "resolution provenance_id");
+  if (r.unit_signature_id) check_id(*r.unit_signature_id, "resolution unit_signature_id");
+  if (r.level < 0)
+    DOOLY_THROW(InputError, "level counts steps up the module tree: 0 is the signature itself",
+                "resolution level is {}", r.level);
+  const bool unrunnable = r.status == ResolutionStatus::unrunnable;
+  if (unrunnable == r.unit_signature_id.has_value())
+    DOOLY_THROW(InputError, "name the unit that runs exactly when one does (status unrunnable: none)",
+                "resolution of signature {} has status {} and {}", r.signature_id, to_string(r.status),
+                r.unit_signature_id ? fmt::format("unit {}", *r.unit_signature_id) : std::string("no unit"));
 }
 
 // Switching to WAL takes an exclusive lock and SQLite does not wait for it through the busy handler: when
@@ -163,9 +227,15 @@ Provenance read_provenance(const Statement& row) {
 constexpr std::string_view measurement_columns =
     "id, signature_id, provenance_id, num_tokens, num_requests, prefill_chunk, kv_length, batch, is_prefill, "
     "repetitions, latency_mean_s, latency_median_s, latency_min_s, latency_max_s, latency_std_s, energy_j, "
-    "energy_std_j, avg_power_w, measured_at_unix_s, extra_json";
+    "energy_std_j, avg_power_w, measured_at_unix_s, extra_json, point_key, status, reason, energy_hw_j";
 
-Measurement read_measurement(const Statement& row) {
+MeasurementStatus read_measurement_status(const Database& db, const std::string& text) {
+  if (auto status = parse_measurement_status(text)) return *status;
+  throw StoreError(db.path(), 0, fmt::format("unknown measurement status '{}'", text),
+                   "the file was edited outside dooly");
+}
+
+Measurement read_measurement(const Database& db, const Statement& row) {
   Measurement m;
   m.id = row.column_int64(0);
   m.signature_id = row.column_int64(1);
@@ -187,10 +257,36 @@ Measurement read_measurement(const Statement& row) {
   m.avg_power_w = row.column_optional_double(17);
   m.measured_at_unix_s = row.column_int64(18);
   m.extra_json = row.column_text(19);
+  m.point_key = row.column_text(20);
+  m.status = read_measurement_status(db, row.column_text(21));
+  m.reason = row.column_text(22);
+  m.energy_hw_j = row.column_optional_double(23);
   return m;
 }
 
+constexpr std::string_view resolution_columns =
+    "signature_id, provenance_id, unit_signature_id, level, status, attempts_json, resolved_at_unix_s";
+
+Resolution read_resolution(const Database& db, const Statement& row) {
+  Resolution r;
+  r.signature_id = row.column_int64(0);
+  r.provenance_id = row.column_int64(1);
+  if (!row.column_is_null(2)) r.unit_signature_id = row.column_int64(2);
+  r.level = row.column_int64(3);
+  const std::string status = row.column_text(4);
+  if (auto parsed = parse_resolution_status(status))
+    r.status = *parsed;
+  else
+    throw StoreError(db.path(), 0, fmt::format("unknown resolution status '{}'", status),
+                     "the file was edited outside dooly");
+  r.attempts_json = row.column_text(5);
+  r.resolved_at_unix_s = row.column_int64(6);
+  return r;
+}
+
 }  // namespace
+
+std::string canonical_point_key(std::string_view json_object) { return checked_json(json_object, "point_key", true); }
 
 // ------------------------------------------------------------------------------------------------------- open
 
@@ -343,23 +439,41 @@ int64_t Store::insert_measurement(const Measurement& m) {
   check_measurement(m);
   const std::string extra = checked_json(m.extra_json, "measurement extra_json", true);
   Statement insert = db_->prepare(
-      "INSERT INTO measurements (signature_id, provenance_id, num_tokens, num_requests, prefill_chunk, kv_length, "
-      "batch, is_prefill, repetitions, latency_mean_s, latency_median_s, latency_min_s, latency_max_s, latency_std_s, "
-      "energy_j, energy_std_j, avg_power_w, measured_at_unix_s, extra_json) VALUES (:signature_id, :provenance_id, "
-      ":num_tokens, :num_requests, :prefill_chunk, :kv_length, :batch, :is_prefill, :repetitions, :latency_mean_s, "
-      ":latency_median_s, :latency_min_s, :latency_max_s, :latency_std_s, :energy_j, :energy_std_j, :avg_power_w, "
+      "INSERT INTO measurements (signature_id, provenance_id, point_key, status, reason, num_tokens, num_requests, "
+      "prefill_chunk, kv_length, batch, is_prefill, repetitions, latency_mean_s, latency_median_s, latency_min_s, "
+      "latency_max_s, latency_std_s, energy_j, energy_hw_j, energy_std_j, avg_power_w, measured_at_unix_s, "
+      "extra_json) VALUES (:signature_id, :provenance_id, :point_key, :status, :reason, :num_tokens, :num_requests, "
+      ":prefill_chunk, :kv_length, :batch, :is_prefill, :repetitions, :latency_mean_s, :latency_median_s, "
+      ":latency_min_s, :latency_max_s, :latency_std_s, :energy_j, :energy_hw_j, :energy_std_j, :avg_power_w, "
       ":measured_at_unix_s, :extra_json)");
   insert.bind(":signature_id", m.signature_id).bind(":provenance_id", m.provenance_id);
+  insert.bind(":point_key", m.point_key).bind(":status", to_string(m.status)).bind(":reason", m.reason);
   insert.bind(":num_tokens", m.num_tokens).bind(":num_requests", m.num_requests);
   insert.bind(":prefill_chunk", m.prefill_chunk).bind(":kv_length", m.kv_length).bind(":batch", m.batch);
   insert.bind(":is_prefill", m.is_prefill).bind(":repetitions", m.repetitions);
   insert.bind(":latency_mean_s", m.latency_mean_s).bind(":latency_median_s", m.latency_median_s);
   insert.bind(":latency_min_s", m.latency_min_s).bind(":latency_max_s", m.latency_max_s);
   insert.bind(":latency_std_s", m.latency_std_s);
-  insert.bind(":energy_j", m.energy_j).bind(":energy_std_j", m.energy_std_j).bind(":avg_power_w", m.avg_power_w);
+  insert.bind(":energy_j", m.energy_j).bind(":energy_hw_j", m.energy_hw_j).bind(":energy_std_j", m.energy_std_j);
+  insert.bind(":avg_power_w", m.avg_power_w);
   insert.bind(":measured_at_unix_s", m.measured_at_unix_s != 0 ? m.measured_at_unix_s : unix_now_s());
   insert.bind(":extra_json", extra).run();
   return db_->last_insert_rowid();
+}
+
+void Store::set_resolution(const Resolution& r) {
+  check_resolution(r);
+  const std::string attempts = checked_attempts(r.attempts_json);
+  Statement upsert = db_->prepare(
+      "INSERT INTO resolutions (signature_id, provenance_id, unit_signature_id, level, status, attempts_json, "
+      "resolved_at_unix_s) VALUES (:signature_id, :provenance_id, :unit, :level, :status, :attempts, :at) "
+      "ON CONFLICT (signature_id, provenance_id) DO UPDATE SET unit_signature_id = excluded.unit_signature_id, "
+      "level = excluded.level, status = excluded.status, attempts_json = excluded.attempts_json, "
+      "resolved_at_unix_s = excluded.resolved_at_unix_s");
+  upsert.bind(":signature_id", r.signature_id).bind(":provenance_id", r.provenance_id);
+  upsert.bind(":unit", r.unit_signature_id).bind(":level", r.level).bind(":status", to_string(r.status));
+  upsert.bind(":attempts", attempts).bind(":at", r.resolved_at_unix_s != 0 ? r.resolved_at_unix_s : unix_now_s());
+  upsert.run();
 }
 
 // ----------------------------------------------------------------------------------------------------- queries
@@ -423,7 +537,41 @@ std::vector<Measurement> Store::measurements_for(int64_t signature_id, int64_t p
       "SELECT {} FROM measurements WHERE signature_id = ? AND provenance_id = ? ORDER BY id", measurement_columns));
   select.bind(1, signature_id).bind(2, provenance_id);
   std::vector<Measurement> out;
-  while (select.step()) out.push_back(read_measurement(select));
+  while (select.step()) out.push_back(read_measurement(*db_, select));
+  return out;
+}
+
+std::vector<std::string> Store::point_keys(int64_t signature_id, int64_t provenance_id, bool include_failed) const {
+  Statement select = db_->prepare(
+      "SELECT DISTINCT point_key FROM measurements WHERE signature_id = ? AND provenance_id = ? AND point_key <> '' "
+      "AND (status = 'ok' OR ?) ORDER BY point_key");
+  select.bind(1, signature_id).bind(2, provenance_id).bind(3, include_failed);
+  std::vector<std::string> out;
+  while (select.step()) out.push_back(select.column_text(0));
+  return out;
+}
+
+std::optional<Resolution> Store::resolution_of(int64_t signature_id, int64_t provenance_id) const {
+  Statement select = db_->prepare(
+      fmt::format("SELECT {} FROM resolutions WHERE signature_id = ? AND provenance_id = ?", resolution_columns));
+  select.bind(1, signature_id).bind(2, provenance_id);
+  if (!select.step()) return std::nullopt;
+  return read_resolution(*db_, select);
+}
+
+std::vector<Resolution> Store::resolutions(int64_t provenance_id) const {
+  Statement select = db_->prepare(
+      fmt::format("SELECT {} FROM resolutions WHERE provenance_id = ? ORDER BY signature_id", resolution_columns));
+  select.bind(1, provenance_id);
+  std::vector<Resolution> out;
+  while (select.step()) out.push_back(read_resolution(*db_, select));
+  return out;
+}
+
+std::vector<int64_t> Store::provenances_with_occurrences() const {
+  Statement select = db_->prepare("SELECT DISTINCT provenance_id FROM model_signatures ORDER BY provenance_id");
+  std::vector<int64_t> out;
+  while (select.step()) out.push_back(select.column_int64(0));
   return out;
 }
 
@@ -448,7 +596,10 @@ Summary Store::summary() const {
   Statement select = db_->prepare(
       "SELECT (SELECT count(*) FROM signatures), (SELECT count(*) FROM models), (SELECT count(*) FROM provenance), "
       "(SELECT count(*) FROM model_signatures), (SELECT coalesce(sum(count), 0) FROM model_signatures), "
-      "(SELECT count(*) FROM measurements)");
+      "(SELECT count(*) FROM measurements), (SELECT count(*) FROM resolutions), "
+      "(SELECT count(*) FROM measurements WHERE status = 'ok'), (SELECT count(*) FROM measurements WHERE status = "
+      "'failed'), (SELECT count(*) FROM measurements WHERE status = 'oom'), "
+      "(SELECT count(*) FROM measurements WHERE status = 'timeout')");
   select.step();
   Summary s;
   s.schema_version = current_schema_version();
@@ -458,6 +609,10 @@ Summary Store::summary() const {
   s.occurrence_rows = select.column_int64(3);
   s.occurrences = select.column_int64(4);
   s.measurements = select.column_int64(5);
+  s.resolutions = select.column_int64(6);
+  for (MeasurementStatus status :
+       {MeasurementStatus::ok, MeasurementStatus::failed, MeasurementStatus::oom, MeasurementStatus::timeout})
+    s.measurements_by_status[static_cast<size_t>(status)] = select.column_int64(7 + static_cast<int>(status));
   return s;
 }
 

@@ -24,6 +24,12 @@ namespace dooly::store {
 
 inline constexpr std::chrono::milliseconds default_busy_timeout{5000};
 
+// The canonical form of a sweep point's key: the JSON object `json_object` with its keys sorted and no
+// whitespace, e.g. R"({"NUM_TOKS": 64, "KV_TOKS": 1024})" -> R"({"KV_TOKS":1024,"NUM_TOKS":64})". Integers and
+// ASCII strings come out as Python's json.dumps(v, sort_keys=True, separators=(",", ":")) writes them.
+// Throws InputError when the text is not a JSON object.
+std::string canonical_point_key(std::string_view json_object);
+
 class Store {
  public:
   using Mode = OpenMode;
@@ -60,7 +66,13 @@ class Store {
   // A (signature, phase) listed twice is an InputError.
   void replace_occurrences(int64_t model_id, int64_t provenance_id, std::span<const Occurrence> occurrences);
   // Appends one sweep point (measurements are history: the same point measured twice gives two rows).
+  // point_key must be '' or canonical (canonical_point_key(key) == key). ok rows: repetitions >= 1 and
+  // min <= mean, median <= max; other statuses: a non-empty reason, and with 0 repetitions every latency 0.
+  // reason is one line.
   int64_t insert_measurement(const Measurement& measurement);
+  // Inserts or replaces the resolution of (signature_id, provenance_id). unit_signature_id is absent exactly
+  // when status is unrunnable; attempts_json is a JSON array of {"unit","level","error"} objects.
+  void set_resolution(const Resolution& resolution);
 
   // ---- queries
   std::optional<Signature> find_signature(std::string_view hash) const;
@@ -73,6 +85,14 @@ class Store {
   std::vector<ModelUse> models_using(int64_t signature_id) const;
   // Ordered by id (insertion order).
   std::vector<Measurement> measurements_for(int64_t signature_id, int64_t provenance_id) const;
+  // The distinct point keys measured for one signature under one provenance, sorted: those of ok rows, plus
+  // those of failed/oom/timeout rows when include_failed. Never '' (rows without a key match no point).
+  std::vector<std::string> point_keys(int64_t signature_id, int64_t provenance_id, bool include_failed) const;
+  std::optional<Resolution> resolution_of(int64_t signature_id, int64_t provenance_id) const;
+  // Every resolution under one provenance, ordered by signature id.
+  std::vector<Resolution> resolutions(int64_t provenance_id) const;
+  // The provenances that some model's occurrences were traced under, ordered by id.
+  std::vector<int64_t> provenances_with_occurrences() const;
   // Signatures that occur under `provenance_id` but have no measurement under it: what still needs profiling.
   std::vector<Signature> missing_signatures(int64_t provenance_id) const;
   // The same when traces were taken under one context (e.g. a CPU trace) and measurements under another.
