@@ -48,6 +48,7 @@ CallTree build_call_tree(const Trace& trace, const Step& step) {
       n.name = m->second.cls;
       n.path = c.path;
       n.module = &m->second;
+      n.call = c.id;
       parent = parent_node(c.parent, "module call", c.seq);
       node_of_call[c.id] = t.nodes.size();
     } else {

@@ -18,6 +18,7 @@ struct Node {
   std::string path;  // module path (for an op: the module it ran in)
   const OpRecord* op = nullptr;
   const ModuleInfo* module = nullptr;
+  int64_t call = -1;  // a module node's call id in the step (ModuleCall::id)
   size_t parent = SIZE_MAX;
   std::vector<size_t> children;
 };

@@ -104,6 +104,7 @@ Trace parse_trace_fields(const json& j, const std::string& origin) {
   t.dtype = j.value("dtype", "");
   t.device = j.value("device", "");
   t.engine_info = j.value("engine_info", json::object());
+  t.limits = j.value("limits", json::object());
   for (const auto& m : field<json>(j, "modules", origin)) {
     ModuleInfo mi;
     mi.path = field<std::string>(m, "path", origin + " modules");

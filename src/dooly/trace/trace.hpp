@@ -84,7 +84,8 @@ struct Trace {
   std::string model, family, architecture, config_hash, attention, dtype, device;
   std::string sdpa_kernel;  // the PyTorch SDPA kernel forced for the trace ("" when PyTorch chose)
   nlohmann::json engine_info = nlohmann::json::object();
-  std::map<std::string, ModuleInfo> modules;  // by path ("" is the root model)
+  nlohmann::json limits = nlohmann::json::object();  // the engine's: max_batch_tokens, max_batch_requests, ...
+  std::map<std::string, ModuleInfo> modules;         // by path ("" is the root model)
   std::vector<Step> steps;
   nlohmann::json summary = nlohmann::json::object();
   nlohmann::json verification = nlohmann::json::object();

@@ -1,0 +1,151 @@
+#include "dooly/plan/grid.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "dooly/common/error.hpp"
+#include "dooly/signature/sha256.hpp"
+
+namespace dooly::plan {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFix = "see docs/profile.md for the grid file's fields (data/grids/default.json is the default)";
+
+void only_keys(const json& j, const std::set<std::string>& allowed, const std::string& where) {
+  if (!j.is_object()) DOOLY_THROW(InputError, kFix, "{}: must be a JSON object", where);
+  for (const auto& [k, v] : j.items())
+    if (!allowed.count(k)) DOOLY_THROW(InputError, kFix, "{}: unknown field '{}'", where, k);
+}
+
+int64_t positive(const json& v, const std::string& where, bool zero_ok = false) {
+  if (!v.is_number_integer() || v.get<int64_t>() < (zero_ok ? 0 : 1) || v.get<int64_t>() > (int64_t{1} << 32))
+    DOOLY_THROW(InputError, kFix, "{}: must be an integer {} (got {})", where, zero_ok ? ">= 0" : ">= 1", v.dump());
+  return v.get<int64_t>();
+}
+
+std::vector<int64_t> int_list(const json& j, const std::string& key, const std::string& where, bool zero_ok = false) {
+  if (!j.contains(key)) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", where, key);
+  const json& v = j.at(key);
+  if (!v.is_array() || v.empty()) DOOLY_THROW(InputError, kFix, "{}.{}: must be a non-empty list", where, key);
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(positive(v[i], fmt::format("{}.{}[{}]", where, key, i), zero_ok));
+  return out;
+}
+
+double number(const json& j, const std::string& key, double fallback, const std::string& where, double lo, double hi) {
+  if (!j.contains(key)) return fallback;
+  const json& v = j.at(key);
+  if (!v.is_number() || v.get<double>() < lo || v.get<double>() > hi)
+    DOOLY_THROW(InputError, kFix, "{}.{}: must be a number in [{}, {}] (got {})", where, key, lo, hi, v.dump());
+  return v.get<double>();
+}
+
+}  // namespace
+
+std::vector<Composition> Grid::compositions() const {
+  std::vector<Composition> out;
+  auto keep = [&](Composition c) {
+    int64_t kv = 0;
+    for (const auto& r : c.requests) kv += r.context + r.new_tokens;
+    if (c.num_tokens() <= max_tokens && kv <= max_kv_tokens) out.push_back(std::move(c));
+  };
+  for (int64_t chunk : prefill_chunk)
+    for (int64_t ctx : prefill_context) keep({{{chunk, ctx}}});
+  for (int64_t b : decode_batch)
+    for (int64_t ctx : decode_context) keep({std::vector<RequestSlice>(static_cast<size_t>(b), {1, ctx})});
+  for (const MixedPoint& m : mixed) {
+    Composition c{std::vector<RequestSlice>(static_cast<size_t>(m.decodes), {1, m.decode_context})};
+    c.requests.push_back({m.chunk, m.chunk_context});
+    keep(std::move(c));
+  }
+  return out;
+}
+
+Grid parse_grid(const json& j, const std::string& origin) {
+  only_keys(j, {"version", "comment", "tokens", "requests", "compositions", "bounds", "measure"}, origin);
+  if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() != kGridVersion)
+    DOOLY_THROW(InputError, kFix, "{}: grid file version {} is not supported (this build reads version {})", origin,
+                j.contains("version") ? j.at("version").dump() : "(missing)", kGridVersion);
+  Grid g;
+  g.origin = origin;
+  g.tokens = int_list(j, "tokens", origin);
+  g.requests = int_list(j, "requests", origin);
+  if (!j.contains("compositions")) DOOLY_THROW(InputError, kFix, "{}: missing field 'compositions'", origin);
+  const json& c = j.at("compositions");
+  const std::string cw = origin + ": compositions";
+  only_keys(c, {"prefill", "decode", "mixed"}, cw);
+  if (c.contains("prefill")) {
+    only_keys(c.at("prefill"), {"chunk", "context"}, cw + ".prefill");
+    g.prefill_chunk = int_list(c.at("prefill"), "chunk", cw + ".prefill");
+    g.prefill_context = int_list(c.at("prefill"), "context", cw + ".prefill", true);
+  }
+  if (c.contains("decode")) {
+    only_keys(c.at("decode"), {"batch", "context"}, cw + ".decode");
+    g.decode_batch = int_list(c.at("decode"), "batch", cw + ".decode");
+    g.decode_context = int_list(c.at("decode"), "context", cw + ".decode");
+  }
+  if (c.contains("mixed")) {
+    if (!c.at("mixed").is_array()) DOOLY_THROW(InputError, kFix, "{}.mixed: must be a list", cw);
+    for (size_t i = 0; i < c.at("mixed").size(); ++i) {
+      const json& m = c.at("mixed")[i];
+      const std::string mw = fmt::format("{}.mixed[{}]", cw, i);
+      only_keys(m, {"decodes", "decode_context", "chunk", "chunk_context"}, mw);
+      for (const char* k : {"decodes", "decode_context", "chunk", "chunk_context"})
+        if (!m.contains(k)) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", mw, k);
+      g.mixed.push_back(
+          {positive(m.at("decodes"), mw + ".decodes"), positive(m.at("decode_context"), mw + ".decode_context"),
+           positive(m.at("chunk"), mw + ".chunk"), positive(m.at("chunk_context"), mw + ".chunk_context", true)});
+    }
+  }
+  if (j.contains("bounds")) {
+    const json& b = j.at("bounds");
+    only_keys(b, {"max_tokens", "max_kv_tokens"}, origin + ": bounds");
+    if (b.contains("max_tokens")) g.max_tokens = positive(b.at("max_tokens"), origin + ": bounds.max_tokens");
+    if (b.contains("max_kv_tokens"))
+      g.max_kv_tokens = positive(b.at("max_kv_tokens"), origin + ": bounds.max_kv_tokens");
+  }
+  if (j.contains("measure")) {
+    const json& m = j.at("measure");
+    const std::string mw = origin + ": measure";
+    only_keys(m, {"warmup_s", "min_time_s", "max_time_s", "min_reps", "rel_ci", "point_timeout_s"}, mw);
+    MeasureSettings& s = g.measure;
+    s.warmup_s = number(m, "warmup_s", s.warmup_s, mw, 0, 60);
+    s.min_time_s = number(m, "min_time_s", s.min_time_s, mw, 0, 600);
+    s.max_time_s = number(m, "max_time_s", s.max_time_s, mw, 0, 3600);
+    s.min_reps = m.contains("min_reps") ? positive(m.at("min_reps"), mw + ".min_reps") : s.min_reps;
+    s.rel_ci = number(m, "rel_ci", s.rel_ci, mw, 1e-4, 1);
+    s.point_timeout_s = number(m, "point_timeout_s", s.point_timeout_s, mw, 1, 86400);
+    if (s.max_time_s < s.min_time_s)
+      DOOLY_THROW(InputError, kFix, "{}: max_time_s {} is below min_time_s {}", mw, s.max_time_s, s.min_time_s);
+  }
+  if (g.compositions().empty() && (!g.prefill_chunk.empty() || !g.decode_batch.empty() || !g.mixed.empty()))
+    DOOLY_THROW(InputError, kFix, "{}: every composition exceeds the bounds (max_tokens {}, max_kv_tokens {})", origin,
+                g.max_tokens, g.max_kv_tokens);
+  if (g.compositions().empty())
+    DOOLY_THROW(InputError, kFix, "{}: compositions: at least one of prefill, decode, mixed is needed", origin);
+  return g;
+}
+
+Grid read_grid(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    DOOLY_THROW(InputError, "check the path, or leave --grid out for data/grids/default.json",
+                "cannot open grid file '{}'", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  json j;
+  try {
+    j = json::parse(bytes);
+  } catch (const json::exception& e) {
+    DOOLY_THROW(InputError, kFix, "grid file '{}' is not valid JSON ({})", path, e.what());
+  }
+  Grid g = parse_grid(j, path);
+  g.sha256 = signature::sha256_hex(bytes);
+  return g;
+}
+
+}  // namespace dooly::plan

@@ -1,0 +1,60 @@
+#pragma once
+// The sweep grids `dooly profile` measures units over, by the kind of step quantities a unit depends on, and the
+// measurement settings. One JSON file (data/grids/default.json is the shipped default; docs/profile.md documents
+// every field); an unknown field, a wrong type or an empty list is one InputError naming the file and field.
+//
+//   {"version": 1,
+//    "tokens": [1, 2, 4, ...],                 units whose only step quantity is NUM_TOKS
+//    "requests": [1, 2, 4, ...],               units whose only step quantity is NUM_REQS (decodes of 1 token)
+//    "compositions": {                         everything else (attention, KV-cache reads, logits of requests)
+//      "prefill": {"chunk": [...], "context": [...]},      one request: chunk new tokens after context cached ones
+//      "decode":  {"batch": [...], "context": [...]},      batch requests of one new token each after context
+//      "mixed":   [{"decodes": 8, "decode_context": 1024, "chunk": 256, "chunk_context": 0}, ...]},
+//    "bounds": {"max_tokens": 8192, "max_kv_tokens": 262144},
+//    "measure": {"warmup_s": 0.02, "min_time_s": 0.15, "max_time_s": 2.0, "min_reps": 10, "rel_ci": 0.01,
+//                "point_timeout_s": 60}}
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dooly/plan/composition.hpp"
+
+namespace dooly::plan {
+
+inline constexpr int kGridVersion = 1;
+
+struct MixedPoint {
+  int64_t decodes = 0, decode_context = 0, chunk = 0, chunk_context = 0;
+};
+
+struct MeasureSettings {
+  double warmup_s = 0.02;       // calls before timing, at least this long
+  double min_time_s = 0.15;     // each point runs at least this long: the energy window
+  double max_time_s = 2.0;      // the repetition cap when the interval never narrows enough
+  int64_t min_reps = 10;        // timed calls (or graph replays) at least
+  double rel_ci = 0.01;         // stop when the 95 % interval of the mean is within +-rel_ci of it
+  double point_timeout_s = 60;  // a point still running after this is stopped and stored as a timeout
+};
+
+struct Grid {
+  std::vector<int64_t> tokens;
+  std::vector<int64_t> requests;
+  std::vector<int64_t> prefill_chunk, prefill_context;
+  std::vector<int64_t> decode_batch, decode_context;
+  std::vector<MixedPoint> mixed;
+  int64_t max_tokens = 8192;
+  int64_t max_kv_tokens = 262144;
+  MeasureSettings measure;
+  std::string sha256;  // of the file's bytes (provenance of every measurement)
+  std::string origin;  // the file, for messages
+
+  // Every composition of the "compositions" section, bounded by max_tokens and max_kv_tokens, in file order.
+  std::vector<Composition> compositions() const;
+};
+
+Grid parse_grid(const nlohmann::json& j, const std::string& origin);
+Grid read_grid(const std::string& path);  // InputError when missing or not JSON, with the fix
+
+}  // namespace dooly::plan

@@ -1,0 +1,494 @@
+#include "dooly/plan/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "dooly/common/error.hpp"
+#include "dooly/plan/value_expr.hpp"
+#include "dooly/signature/sign.hpp"
+#include "dooly/trace/call_tree.hpp"
+
+namespace dooly::plan {
+namespace {
+
+using nlohmann::json;
+
+bool request_side(taint::Kind k) {
+  return k != taint::Kind::none && k != taint::Kind::model_config && k != taint::Kind::unknown;
+}
+
+int64_t dtype_bytes(const std::string& dtype) {
+  if (dtype == "float64" || dtype == "int64" || dtype == "complex64") return 8;
+  if (dtype == "float32" || dtype == "int32") return 4;
+  if (dtype == "bfloat16" || dtype == "float16" || dtype == "int16") return 2;
+  return 1;
+}
+
+// The request-side value forms an op's dimensions and labelled ints carry.
+void forms_of(const trace::OpRecord& op, std::vector<const trace::DimLabel*>& out) {
+  for (const auto* list : {&op.inputs, &op.outputs})
+    for (const auto& t : *list)
+      for (const auto& d : t.shape)
+        if (request_side(d.kind)) out.push_back(&d);
+  for (const auto& s : op.scalars)
+    if (s.label && request_side(s.label->kind)) out.push_back(&*s.label);
+}
+
+// Bytes an op reads and writes at a point (inputs and outputs; a view's output is counted too: an estimate).
+double bytes_at(const trace::OpRecord& op, const Resolver& resolve) {
+  double bytes = 0;
+  for (const auto* list : {&op.inputs, &op.outputs})
+    for (const auto& t : *list) {
+      double n = 1;
+      for (const auto& d : t.shape)
+        n *= static_cast<double>(request_side(d.kind) ? evaluate(d.value_form, resolve) : d.value);
+      bytes += n * static_cast<double>(dtype_bytes(t.dtype));
+    }
+  return bytes;
+}
+
+struct NodeRef {
+  size_t trace = 0, step = 0, node = 0;
+};
+
+// What the planner knows of one distinct signature: where it first occurs and what it depends on.
+struct Sig {
+  std::string hash, name;
+  bool is_op = true;
+  std::string op_class;
+  NodeRef where;
+  int64_t call = -1;                        // a module's call id in its step
+  std::vector<const trace::OpRecord*> ops;  // the representative's ops (itself for an op, its subtree for a module)
+  std::vector<Ancestor> ancestors;
+  std::set<std::string> swept;
+  std::map<std::string, int64_t> fixed;
+  std::map<std::string, int64_t> traced;  // a swept quantity's value where the representative was traced
+  int64_t occurrences = 0;                // op occurrences (ops: nodes with this hash; modules: not counted)
+};
+
+double estimate_s(const MeasureSettings& m, double bytes) {
+  // A guess for the dry run: HBM-bound at ~2.5 TB/s plus a launch; the point runs at least min_time_s.
+  const double latency_s = bytes / 2.5e12 + 8e-6;
+  return m.warmup_s + std::max(m.min_time_s, static_cast<double>(m.min_reps) * latency_s) + 0.03;
+}
+
+std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& point_class) {
+  std::vector<Composition> comps;
+  if (s.swept.empty()) {
+    point_class = "fixed";
+    comps.push_back({{{1, 0}}});
+  } else if (s.swept == std::set<std::string>{"NUM_TOKS"}) {
+    point_class = "tokens";
+    for (int64_t t : grid.tokens)
+      if (t <= grid.max_tokens) comps.push_back({{{t, 0}}});
+  } else if (s.swept == std::set<std::string>{"NUM_REQS"}) {
+    point_class = "requests";
+    for (int64_t r : grid.requests) comps.push_back({std::vector<RequestSlice>(static_cast<size_t>(r), {1, 1})});
+  } else {
+    point_class = "compositions";
+    comps = grid.compositions();
+  }
+  // Quantities equal where the unit was traced stay equal: in a step without cache reads KV_TOKS is NUM_TOKS, and
+  // an op traced there (its mask labelled by the one, its keys by the other) cannot run where they differ.
+  std::vector<std::pair<std::string, std::string>> equal;
+  for (auto a = s.traced.begin(); a != s.traced.end(); ++a)
+    for (auto b = std::next(a); b != s.traced.end(); ++b)
+      if (a->second == b->second && s.swept.count(a->first) && s.swept.count(b->first))
+        equal.emplace_back(a->first, b->first);
+  std::vector<PointPlan> points;
+  std::set<std::string> keys;
+  for (Composition& c : comps) {
+    bool keep = true;
+    for (const auto& [x, y] : equal) keep = keep && c.value_of(x) == c.value_of(y);
+    if (!keep) continue;
+    PointPlan p;
+    json key = json::object();
+    for (const std::string& v : s.swept) {
+      const std::optional<int64_t> value = c.value_of(v);
+      key[v] = *value;  // swept holds step quantities only (classify_variables)
+      p.bindings[v] = *value;
+    }
+    for (const auto& [k, v] : s.fixed) p.bindings[k] = v;
+    p.key = key.dump();
+    if (!keys.insert(p.key).second) continue;
+    const Resolver resolve = [&](const std::string& name) -> std::optional<int64_t> {
+      auto it = p.bindings.find(name);
+      if (it != p.bindings.end()) return it->second;
+      return c.value_of(name);
+    };
+    double bytes = 0;
+    for (const trace::OpRecord* op : s.ops) bytes += bytes_at(*op, resolve);
+    p.estimated_s = estimate_s(grid.measure, bytes);
+    p.composition = std::move(c);
+    points.push_back(std::move(p));
+  }
+  // Largest first: an out-of-memory point then trims what lies beyond it before time is spent there.
+  auto size_of = [](const PointPlan& p) {
+    double v = 0;
+    for (const auto& [k, x] : p.bindings) v += std::log(static_cast<double>(std::max<int64_t>(x, 1)));
+    return v;
+  };
+  std::stable_sort(points.begin(), points.end(),
+                   [&](const PointPlan& a, const PointPlan& b) { return size_of(a) > size_of(b); });
+  return points;
+}
+
+void add_totals(PlanTotals& t, const std::string& cls, const std::vector<PointPlan>& points) {
+  t.units += 1;
+  t.points += static_cast<int64_t>(points.size());
+  for (const PointPlan& p : points) {
+    t.estimated_s += p.estimated_s;
+    t.estimated_s_by_class[cls] += p.estimated_s;
+  }
+  t.points_by_class[cls] += static_cast<int64_t>(points.size());
+}
+
+uint64_t shard_of(const std::string& hash, int shards) {
+  return std::stoull(hash.substr(0, 12), nullptr, 16) % static_cast<uint64_t>(shards);
+}
+
+json totals_json(const PlanTotals& t) {
+  return {{"units", t.units},
+          {"points", t.points},
+          {"estimated_s", t.estimated_s},
+          {"estimated_s_by_class", t.estimated_s_by_class},
+          {"points_by_class", t.points_by_class}};
+}
+
+}  // namespace
+
+Limits limits_of(const trace::Trace& trace) {
+  Limits l;
+  const json& j = trace.limits;
+  auto get = [&](const char* k) { return j.contains(k) && j.at(k).is_number_integer() ? j.at(k).get<int64_t>() : 0; };
+  if (get("max_batch_tokens")) l["MAX_NUM_TOKS"] = get("max_batch_tokens");
+  if (get("max_batch_requests")) l["MAX_NUM_REQS"] = get("max_batch_requests");
+  if (get("num_blocks") && get("block_size")) l["CACHE_SLOTS"] = get("num_blocks") * get("block_size");
+  return l;
+}
+
+void classify_variables(const std::string& value_form, std::vector<std::string>& swept,
+                        std::map<std::string, int64_t>& fixed, const Limits& limits) {
+  for (const std::string& v : variables_of(value_form)) {
+    if (is_step_quantity(v)) {
+      if (std::find(swept.begin(), swept.end(), v) == swept.end()) swept.push_back(v);
+    } else if (is_limit(v) && limits.count(v)) {
+      fixed[v] = limits.at(v);
+    } else {
+      DOOLY_THROW(InputError,
+                  "the planner knows the step quantities and engine limits of docs/dooly-tracing.md; re-trace with "
+                  "this build, or report the label",
+                  "dimension '{}' depends on '{}', which is neither a step quantity nor a limit the trace records",
+                  value_form, v);
+    }
+  }
+}
+
+PlanOptions parse_shard(const std::string& text, PlanOptions options) {
+  const size_t slash = text.find('/');
+  int i = -1, n = 0;
+  try {
+    if (slash != std::string::npos) {
+      size_t a = 0, b = 0;
+      i = std::stoi(text.substr(0, slash), &a);
+      n = std::stoi(text.substr(slash + 1), &b);
+      if (a != slash || b != text.size() - slash - 1) n = 0;
+    }
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n < 1 || i < 0 || i >= n || n > 100000)
+    DOOLY_THROW(InputError, "give --shard i/N with 0 <= i < N, e.g. --shard 0/4 for the first of four",
+                "--shard '{}' is not of the form i/N", text);
+  options.shard = i;
+  options.shards = n;
+  return options;
+}
+
+Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths,
+                const std::vector<trace::Trace>& traces, const Grid& grid, int64_t provenance_id,
+                const PlanOptions& options) {
+  Plan plan;
+  plan.traces = trace_paths;
+  plan.grid_file = grid.origin;
+  plan.grid_sha256 = grid.sha256;
+  plan.measure = grid.measure;
+  plan.provenance_id = provenance_id;
+  plan.options = options;
+
+  std::unordered_map<std::string, size_t> index;  // hash -> sigs
+  std::vector<Sig> sigs;
+  std::vector<std::vector<std::string>> trace_ops(traces.size());  // distinct op hashes per trace, first-seen order
+
+  for (size_t ti = 0; ti < traces.size(); ++ti) {
+    const trace::Trace& tr = traces[ti];
+    const Limits limits = limits_of(tr);
+    std::set<std::string> seen_here;
+    for (size_t si = 0; si < tr.steps.size(); ++si) {
+      const trace::CallTree tree = trace::build_call_tree(tr, tr.steps[si]);
+      const std::vector<signature::Signed> signed_nodes = signature::sign_tree(tree);
+      // Subtree ops per node (children have larger indices than parents: walk backwards).
+      std::vector<std::vector<const trace::OpRecord*>> subtree(tree.nodes.size());
+      for (size_t n = tree.nodes.size(); n-- > 1;) {
+        const trace::Node& node = tree.nodes[n];
+        if (node.op) subtree[n].push_back(node.op);
+        if (node.parent != SIZE_MAX && node.parent > 0)
+          subtree[node.parent].insert(subtree[node.parent].end(), subtree[n].begin(), subtree[n].end());
+      }
+      for (size_t n = 1; n < tree.nodes.size(); ++n) {
+        const trace::Node& node = tree.nodes[n];
+        const signature::Signed& sg = signed_nodes[n];
+        auto [it, fresh] = index.emplace(sg.hash, sigs.size());
+        if (fresh) {
+          Sig s;
+          s.hash = sg.hash;
+          s.name = sg.name;
+          s.is_op = node.type == trace::Node::Type::op;
+          s.op_class =
+              s.is_op ? (node.op->op == "scaled_dot_product_attention" ? "attention" : node.op->rule) : "module";
+          s.where = {ti, si, n};
+          s.call = node.call;
+          s.ops = subtree[n];
+          for (size_t p = node.parent; p != SIZE_MAX && p > 0; p = tree.nodes[p].parent)
+            s.ancestors.push_back({signed_nodes[p].hash, signed_nodes[p].name, tree.nodes[p].call});
+          std::vector<std::string> swept;
+          for (const trace::OpRecord* op : s.ops) {
+            std::vector<const trace::DimLabel*> forms;
+            forms_of(*op, forms);
+            for (const trace::DimLabel* d : forms) {
+              classify_variables(d->value_form, swept, s.fixed, limits);
+              if (is_step_quantity(d->value_form)) s.traced[d->value_form] = d->value;
+            }
+          }
+          s.swept.insert(swept.begin(), swept.end());
+          sigs.push_back(std::move(s));
+        }
+        Sig& s = sigs[it->second];
+        if (s.is_op) {
+          ++s.occurrences;
+          ++plan.op_occurrences;
+          if (seen_here.insert(s.hash).second) trace_ops[ti].push_back(s.hash);
+        }
+      }
+    }
+  }
+
+  // Resolutions already stored: an op absorbed by a module is measured through that module.
+  std::map<std::string, UnitPlan> units;  // by unit hash
+  std::map<std::string, std::vector<std::string>> absorbed_by;
+  for (const Sig& s : sigs) {
+    if (!s.is_op) continue;
+    ++plan.op_signatures;
+    std::string unit_hash = s.hash;
+    std::string resolution = "unresolved";
+    int64_t sig_id = 0;
+    if (auto stored = store.find_signature(s.hash)) {
+      sig_id = stored->id;
+      if (provenance_id > 0) {
+        if (auto r = store.resolution_of(stored->id, provenance_id)) {
+          if (r->status == store::ResolutionStatus::unrunnable) {
+            plan.uncovered.push_back({s.hash, s.name, r->attempts_json, s.occurrences});
+            continue;
+          }
+          resolution = r->status == store::ResolutionStatus::absorbed ? "absorbed" : "runs";
+          if (r->unit_signature_id && *r->unit_signature_id != stored->id) {
+            for (const Ancestor& a : s.ancestors)
+              if (auto u = store.find_signature(a.hash); u && u->id == *r->unit_signature_id) unit_hash = a.hash;
+          }
+        }
+      }
+    }
+    if (unit_hash != s.hash) absorbed_by[unit_hash].push_back(s.hash);
+    if (units.count(unit_hash)) {
+      units[unit_hash].occurrences += s.occurrences;
+      continue;
+    }
+    const Sig& u = sigs[index.at(unit_hash)];
+    UnitPlan p;
+    p.hash = u.hash;
+    p.name = u.name;
+    p.is_op = u.is_op;
+    p.op_class = u.is_op ? u.op_class : s.op_class;
+    p.signature_id = u.is_op ? sig_id : 0;
+    if (!u.is_op)
+      if (auto stored = store.find_signature(u.hash)) p.signature_id = stored->id;
+    p.trace = u.where.trace;
+    p.step = u.where.step;
+    if (u.is_op) {
+      p.seq = u.ops.front()->seq;
+    } else {
+      p.call = u.call;
+    }
+    p.ancestors = u.ancestors;
+    p.swept.assign(u.swept.begin(), u.swept.end());
+    p.fixed = u.fixed;
+    p.resolution = u.is_op ? resolution : "absorbed";
+    p.occurrences = s.occurrences;
+    std::vector<PointPlan> all = points_of(u, grid, p.point_class);
+    p.points_total = static_cast<int64_t>(all.size());
+    add_totals(plan.aware, p.op_class, all);
+    std::set<std::string> committed, failed;
+    if (provenance_id > 0 && p.signature_id > 0) {
+      for (const std::string& k : store.point_keys(p.signature_id, provenance_id, false)) committed.insert(k);
+      for (const std::string& k : store.point_keys(p.signature_id, provenance_id, true))
+        if (!committed.count(k)) failed.insert(k);
+    }
+    for (PointPlan& pt : all) {
+      if (committed.count(pt.key)) {
+        ++p.points_committed;
+      } else if (failed.count(pt.key) && !options.retry_failed) {
+        ++p.points_failed;
+      } else {
+        p.points.push_back(std::move(pt));
+      }
+    }
+    units.emplace(unit_hash, std::move(p));
+  }
+  for (auto& [h, list] : absorbed_by) units.at(h).absorbs = list;
+
+  // The naive plan: every trace (a model under one attention backend) measures its own op signatures.
+  for (size_t ti = 0; ti < traces.size(); ++ti)
+    for (const std::string& h : trace_ops[ti]) {
+      const Sig& s = sigs[index.at(h)];
+      std::string cls;
+      add_totals(plan.naive, s.op_class, points_of(s, grid, cls));
+    }
+
+  for (auto& [h, u] : units) {
+    if (options.shards > 1 && shard_of(h, options.shards) != static_cast<uint64_t>(options.shard)) continue;
+    if (u.resolution == "unresolved") ++plan.unresolved_units;
+    add_totals(plan.todo, u.op_class, u.points);
+    plan.units.push_back(std::move(u));
+  }
+  return plan;
+}
+
+json to_json(const Plan& plan) {
+  json units = json::array();
+  for (const UnitPlan& u : plan.units) {
+    json points = json::array();
+    for (const PointPlan& p : u.points) {
+      json reqs = json::array();
+      for (const RequestSlice& r : p.composition.requests) reqs.push_back({r.new_tokens, r.context});
+      points.push_back({{"key", p.key},
+                        {"bindings", p.bindings},
+                        {"requests", reqs},
+                        {"num_tokens", p.composition.num_tokens()},
+                        {"num_requests", p.composition.num_requests()},
+                        {"prefill_tokens", p.composition.prefill_tokens()},
+                        {"decode_requests", p.composition.decode_requests()},
+                        {"kv_tokens", *p.composition.value_of("KV_TOKS")},
+                        {"estimated_s", p.estimated_s}});
+    }
+    json ancestors = json::array();
+    for (const Ancestor& a : u.ancestors) ancestors.push_back({{"hash", a.hash}, {"name", a.name}, {"call", a.call}});
+    units.push_back({{"hash", u.hash},
+                     {"name", u.name},
+                     {"kind", u.is_op ? "op" : "module"},
+                     {"op_class", u.op_class},
+                     {"signature_id", u.signature_id},
+                     {"trace", u.trace},
+                     {"step", u.step},
+                     {"seq", u.seq},
+                     {"call", u.call},
+                     {"ancestors", ancestors},
+                     {"absorbs", u.absorbs},
+                     {"swept", u.swept},
+                     {"fixed", u.fixed},
+                     {"point_class", u.point_class},
+                     {"resolution", u.resolution},
+                     {"points", points},
+                     {"points_total", u.points_total},
+                     {"points_committed", u.points_committed},
+                     {"points_failed", u.points_failed},
+                     {"occurrences", u.occurrences}});
+  }
+  json uncovered = json::array();
+  for (const Uncovered& x : plan.uncovered)
+    uncovered.push_back({{"hash", x.hash}, {"name", x.name}, {"reason", x.reason}, {"occurrences", x.occurrences}});
+  const MeasureSettings& m = plan.measure;
+  return {{"version", 1},
+          {"traces", plan.traces},
+          {"grid_file", plan.grid_file},
+          {"grid_sha256", plan.grid_sha256},
+          {"measure",
+           {{"warmup_s", m.warmup_s},
+            {"min_time_s", m.min_time_s},
+            {"max_time_s", m.max_time_s},
+            {"min_reps", m.min_reps},
+            {"rel_ci", m.rel_ci},
+            {"point_timeout_s", m.point_timeout_s}}},
+          {"provenance_id", plan.provenance_id},
+          {"shard", plan.options.shard},
+          {"shards", plan.options.shards},
+          {"retry_failed", plan.options.retry_failed},
+          {"op_occurrences", plan.op_occurrences},
+          {"op_signatures", plan.op_signatures},
+          {"unresolved_units", plan.unresolved_units},
+          {"units", units},
+          {"uncovered", uncovered},
+          {"todo", totals_json(plan.todo)},
+          {"aware", totals_json(plan.aware)},
+          {"naive", totals_json(plan.naive)}};
+}
+
+std::string render_plan(const Plan& plan) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  int64_t committed = 0, failed = 0;
+  for (const UnitPlan& u : plan.units) {
+    committed += u.points_committed;
+    failed += u.points_failed;
+  }
+  line(fmt::format("plan: {} traces, {} op occurrences -> {} op signatures -> {} units{}", plan.traces.size(),
+                   plan.op_occurrences, plan.op_signatures, plan.aware.units,
+                   plan.options.shards > 1 ? fmt::format(" (shard {}/{}: {} units)", plan.options.shard,
+                                                         plan.options.shards, plan.units.size())
+                                           : ""));
+  line(fmt::format("points: {} to measure, {} already committed (skipped), {} failed before{}", plan.todo.points,
+                   committed, failed, failed && !plan.options.retry_failed ? " (not retried: --retry-failed)" : ""));
+  if (plan.unresolved_units)
+    line(fmt::format("{} units not tried alone yet (assumed to run alone; the first point decides)",
+                     plan.unresolved_units));
+  line(fmt::format("{:<14} {:>7} {:>9} {:>12} {:>12} {:>12} {:>8}", "class", "units", "points", "est. GPU s",
+                   "naive points", "naive s", "saved"));
+  std::set<std::string> classes;
+  for (const auto& [c, v] : plan.naive.points_by_class) classes.insert(c);
+  for (const auto& [c, v] : plan.aware.points_by_class) classes.insert(c);
+  std::map<std::string, int64_t> units_by_class;
+  for (const UnitPlan& u : plan.units) ++units_by_class[u.op_class];
+  auto get = [](const auto& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? typename std::decay_t<decltype(m)>::mapped_type{} : it->second;
+  };
+  for (const std::string& c : classes) {
+    const double aware_s = get(plan.aware.estimated_s_by_class, c), naive_s = get(plan.naive.estimated_s_by_class, c);
+    line(fmt::format("{:<14} {:>7} {:>9} {:>12.1f} {:>12} {:>12.1f} {:>7.1f}%", c, get(units_by_class, c),
+                     get(plan.aware.points_by_class, c), aware_s, get(plan.naive.points_by_class, c), naive_s,
+                     naive_s > 0 ? 100.0 * (naive_s - aware_s) / naive_s : 0.0));
+  }
+  const double saved = plan.naive.estimated_s > 0 ? 1.0 - plan.aware.estimated_s / plan.naive.estimated_s : 0.0;
+  line(fmt::format(
+      "redundancy-aware: {} points, est. {:.1f} GPU-min; naive (each model x backend alone): {} points, "
+      "est. {:.1f} GPU-min; saved {:.1f} %",
+      plan.aware.points, plan.aware.estimated_s / 60, plan.naive.points, plan.naive.estimated_s / 60, 100 * saved));
+  line(
+      fmt::format("this run: {} points, est. {:.1f} GPU-min (estimates: {:.2f} s per point at least; the grid's "
+                  "measure settings)",
+                  plan.todo.points, plan.todo.estimated_s / 60, plan.measure.warmup_s + plan.measure.min_time_s));
+  if (!plan.uncovered.empty()) {
+    int64_t occ = 0;
+    for (const Uncovered& x : plan.uncovered) occ += x.occurrences;
+    line(fmt::format("uncovered: {} signatures ({} op occurrences) have no unit that runs:", plan.uncovered.size(),
+                     occ));
+    for (const Uncovered& x : plan.uncovered)
+      line(fmt::format("  {} {} ({} occurrences): {}", x.hash.substr(0, 12), x.name, x.occurrences, x.reason));
+  }
+  return out;
+}
+
+}  // namespace dooly::plan

@@ -1,0 +1,32 @@
+#pragma once
+// What `dooly profile` writes to the store, from the JSON the Python worker sends through the binding
+// (docs/profile.md, "Worker protocol"). Each call is one atomic write, so a killed run loses at most the point
+// in flight.
+#include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "dooly/store/store.hpp"
+
+namespace dooly::plan {
+
+// The measurement context: {"gpu_name", "driver_version", "cuda_version", "engine", "engine_version",
+// "extra": {...}} -> its provenance id. Attention backend, dtypes and block size stay empty: they are in the
+// signatures (and in the traced provenance), so one measurement serves every backend and model that shares the
+// work. "extra" gets "context":"measure".
+int64_t upsert_measurement_context(store::Store& store, const nlohmann::json& context);
+
+// The measurement context with the most measurements (ties: the newest), for --dry-run and --report.
+std::optional<int64_t> latest_measurement_context(store::Store& store);
+
+// {"signature": hash, "provenance_id", "point": <a plan point>, "status": "ok"|"failed"|"oom"|"timeout",
+//  "reason", "repetitions", "latency_s": {"mean","median","min","max","std"},
+//  "energy": null | {"j", "hw_j", "std_j", "avg_power_w"}, "extra": {...}} -> the measurement's id.
+int64_t commit_point(store::Store& store, const nlohmann::json& result);
+
+// {"signature": hash, "provenance_id", "unit": hash | null, "level", "status": "runs"|"absorbed"|"unrunnable",
+//  "attempts": [{"unit", "level", "error"}]}.
+void commit_resolution(store::Store& store, const nlohmann::json& resolution);
+
+}  // namespace dooly::plan
