@@ -1,0 +1,270 @@
+"""A plan unit made runnable: an op rebuilt from its trace record (python/dooly/tracer/callref.py), or a module of
+the model built from its own class with the model's config and random weights, with inputs at a sweep point.
+
+Dimensions take their value from the point: NONE / MODEL_CONFIG / UNKNOWN dims keep the traced value, request-side
+dims are their value form evaluated at the point's bindings (dooly_core.eval_dim). Integer tensors get values valid
+for their role: indices into the dimension they index (distinct where they fit, as the engine's cache writes are),
+token ids below the vocabulary; boolean tensors are all false (a mask that selects nothing is valid for every
+masked op; an all-true one is not for masked_scatter)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+import dooly_core
+from dooly.tracer import callref
+
+_FIXED_KINDS = {"NONE", "MODEL_CONFIG", "UNKNOWN"}
+# Ops whose integer tensor input k indexes input 0 along the op's `dim` argument.
+_INDEX_OPS = {"index_select", "index_copy", "index_add", "index_fill", "index_put", "gather", "scatter", "scatter_add",
+              "index_reduce", "take_along_dim"}
+
+
+class UnitError(RuntimeError):
+    """The unit cannot run alone (the finder walks up a level)."""
+
+
+def dim_value(d: dict, bindings: dict | None) -> int:
+    if bindings is None or d["k"] in _FIXED_KINDS:
+        return int(d["v"])
+    return int(dooly_core.eval_dim(d["f"], bindings))
+
+
+def shape_at(info: dict, bindings: dict | None) -> list[int]:
+    return [dim_value(d, bindings) for d in info["shape"]]
+
+
+def _args_at(a, bindings):
+    """call_args with every labelled int evaluated at the point."""
+    if isinstance(a, list):
+        return [_args_at(x, bindings) for x in a]
+    if isinstance(a, dict):
+        if "i" in a and "d" in a:
+            return {"i": dim_value(a["d"], bindings), "d": a["d"]}
+        return {k: _args_at(v, bindings) for k, v in a.items()}
+    return a
+
+
+def _dim_arg(op: dict) -> int:
+    args = op["call_args"]
+    if "dim" in args["kwargs"]:
+        v = args["kwargs"]["dim"]
+    elif len(args["args"]) > 1:
+        v = args["args"][1]
+    else:
+        return 0
+    if isinstance(v, dict) and "i" in v:
+        v = v["i"]
+    return int(v) if isinstance(v, int) else 0
+
+
+def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[list[int]], gen) -> torch.Tensor:
+    numel = math.prod(shape)
+    name = op["op"]
+    if name == "embedding" and k == 0 and len(shapes) > 1 and shapes[1]:
+        high = shapes[1][0]
+    elif name in _INDEX_OPS and k > 0 and shapes and shapes[0]:
+        d = _dim_arg(op)
+        high = shapes[0][d if d >= 0 else len(shapes[0]) + d] if -len(shapes[0]) <= d < len(shapes[0]) else 1
+    elif name in ("getitem", "setitem") and k > 0 and shapes and shapes[0]:
+        high = min(shapes[0])
+    else:
+        return torch.zeros(shape, dtype=dtype, device=device)
+    high = max(int(high), 1)
+    if name in ("index_copy", "index_put", "scatter") and numel <= high:
+        vals = torch.randperm(high, generator=gen)[:numel]
+    else:
+        vals = torch.randint(0, high, (numel,), generator=gen)
+    return vals.reshape(shape).to(dtype=dtype, device=device)
+
+
+def make_tensor(info: dict, shape: list[int], device, gen, op: dict | None = None, k: int = 0,
+                shapes: list[list[int]] | None = None) -> torch.Tensor:
+    dtype = getattr(torch, info["dtype"])
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(shape, dtype=dtype, generator=gen).to(device)
+    if dtype == torch.bool:
+        return torch.zeros(shape, dtype=dtype, device=device)
+    if op is not None:
+        return _int_tensor(op, k, shape, dtype, device, shapes or [], gen)
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+def _device_args(a, device):
+    """Recorded devices point at the trace's device: the unit runs on ours."""
+    if isinstance(a, list):
+        return [_device_args(x, device) for x in a]
+    if isinstance(a, dict):
+        if set(a) == {"device"}:
+            return {"device": str(device)}
+        return {k: _device_args(v, device) for k, v in a.items()}
+    return a
+
+
+class OpUnit:
+    """One op record, callable at any point: prepare(bindings) makes the inputs, then call() runs it once."""
+
+    level = 0
+
+    def __init__(self, op: dict, device):
+        if not op.get("fn") or "call_args" not in op:
+            raise UnitError("the trace records no callable for this op: re-create it with this build's dooly trace")
+        self.op = op
+        self.device = device
+        self.fn = callref.resolve_fn(op["fn"])
+        self.copies: list[tuple[list, dict]] = []
+        self._next = 0
+
+    def input_bytes(self, bindings) -> int:
+        total = 0
+        for info in self.op["inputs"]:
+            total += math.prod(shape_at(info, bindings)) * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
+        return total
+
+    def prepare(self, bindings: dict | None, copies: int = 1, seed: int = 0) -> None:
+        gen = torch.Generator().manual_seed(seed)
+        shapes = [shape_at(i, bindings) for i in self.op["inputs"]]
+        call = _device_args(_args_at(self.op["call_args"], bindings), self.device)
+        self.copies = []
+        for _ in range(max(1, copies)):
+            made = [make_tensor(info, shapes[k], self.device, gen, self.op, k, shapes)
+                    for k, info in enumerate(self.op["inputs"])]
+            try:
+                args, kwargs = callref.decode_call(call, lambda a: made[a["in"]])
+            except callref.NotRebuildable as e:
+                raise UnitError(str(e)) from e
+            self.copies.append((args, kwargs))
+        self._next = 0
+        self._bindings = bindings
+
+    def call(self):
+        args, kwargs = self.copies[self._next]
+        self._next = (self._next + 1) % len(self.copies)
+        return self.fn(*args, **kwargs)
+
+    def expected_shapes(self, bindings) -> list[list[int]]:
+        return [shape_at(o, bindings) for o in self.op["outputs"]]
+
+
+class ModuleUnit(OpUnit):
+    """A module of the model (its own class, the model's config, random weights) called with its recorded inputs."""
+
+    def __init__(self, module: torch.nn.Module, call: dict, outputs: list, level: int, device):
+        self.module = module
+        self.record = call
+        self.level = level
+        self.device = device
+        self.copies = []
+        self._next = 0
+        self.outputs = outputs
+
+    def input_bytes(self, bindings) -> int:
+        total = 0
+
+        def walk(a):
+            nonlocal total
+            if isinstance(a, dict) and "t" in a:
+                info = a["t"]
+                total += math.prod(shape_at(info, bindings)) * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
+            elif isinstance(a, dict):
+                for v in a.values():
+                    walk(v)
+            elif isinstance(a, list):
+                for v in a:
+                    walk(v)
+
+        walk(self.record.get("inputs", {}))
+        return total
+
+    def prepare(self, bindings, copies: int = 1, seed: int = 0) -> None:
+        gen = torch.Generator().manual_seed(seed)
+        call = _device_args(_args_at(self.record.get("inputs") or {"args": [], "kwargs": {}}, bindings), self.device)
+        self.copies = []
+        for _ in range(max(1, copies)):
+            try:
+                args, kwargs = callref.decode_call(
+                    call, lambda a: make_tensor(a["t"], shape_at(a["t"], bindings), self.device, gen))
+            except callref.NotRebuildable as e:
+                raise UnitError(str(e)) from e
+            self.copies.append((args, kwargs))
+        self._next = 0
+
+    def call(self):
+        args, kwargs = self.copies[self._next]
+        self._next = (self._next + 1) % len(self.copies)
+        return self.module(*args, **kwargs)
+
+    def expected_shapes(self, bindings):
+        return None  # a module's outputs are not recorded: its children's were checked where they ran
+
+
+def output_shapes(out) -> list[list[int]]:
+    shapes = []
+
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            shapes.append(list(v.shape))
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    walk(out)
+    return shapes
+
+
+def describe_error(e: BaseException) -> str:
+    """'<Type>: <last line of the message>' — what the store keeps of a failure."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:400]
+
+
+class ModelCache:
+    """One model per trace (its own classes, the trace's config, random weights), built on first need."""
+
+    def __init__(self, device):
+        self.device = device
+        self.models: dict[int, torch.nn.Module] = {}
+
+    def get(self, index: int, trace: dict) -> torch.nn.Module:
+        if index not in self.models:
+            from transformers import AutoModelForCausalLM
+
+            from dooly.models import load_config
+
+            self.models.clear()  # one at a time: real models are large
+            config = load_config(trace["config_path"])
+            impl = trace.get("attention", "sdpa")
+            try:
+                config._attn_implementation = impl
+            except Exception:  # noqa: BLE001 - older configs: the attribute is read-only
+                pass
+            dtype = getattr(torch, trace.get("dtype", "float32"))
+            with torch.device(self.device):
+                model = AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
+            self.models[index] = model.eval()
+        return self.models[index]
+
+
+def find_op(trace: dict, step: int, seq: int) -> dict:
+    for op in trace["steps"][step]["ops"]:
+        if op["seq"] == seq:
+            return op
+    raise UnitError(f"op seq {seq} is not in step {step} of the trace")
+
+
+def find_call(trace: dict, step: int, call_id: int) -> dict:
+    for c in trace["steps"][step]["calls"]:
+        if c["id"] == call_id:
+            return c
+    raise UnitError(f"module call {call_id} is not in step {step} of the trace")
+
+
+def load_trace(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
