@@ -93,7 +93,8 @@ class Store {
   std::vector<Resolution> resolutions(int64_t provenance_id) const;
   // The provenances that some model's occurrences were traced under, ordered by id.
   std::vector<int64_t> provenances_with_occurrences() const;
-  // Signatures that occur under `provenance_id` but have no measurement under it: what still needs profiling.
+  // Signatures that occur under `provenance_id` but have no measurement (of any status) under it: what still
+  // needs profiling. A signature whose points all failed is not missing; point_keys() tells which points are left.
   std::vector<Signature> missing_signatures(int64_t provenance_id) const;
   // The same when traces were taken under one context (e.g. a CPU trace) and measurements under another.
   std::vector<Signature> missing_signatures(int64_t measured_provenance_id, int64_t traced_provenance_id) const;
