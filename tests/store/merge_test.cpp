@@ -56,7 +56,7 @@ int64_t add_signature(Store& s, int n, std::string_view metadata = "{}") {
 
 // Shard A (GPU 0): llama with signatures 1, 2, 3 (3 a module absorbing 2); two points of 1, an OOM of 2.
 std::string shard_a(const TempDir& dir) {
-  const std::string path = dir.file("a.sqlite");
+  std::string path = dir.file("a.sqlite");
   Store s = Store::open(path);
   const int64_t llama = s.upsert_model({0, "llama", "llama", "LlamaForCausalLM", "c1"});
   const int64_t gpu = s.upsert_provenance(h200());
@@ -86,7 +86,7 @@ std::string shard_a(const TempDir& dir) {
 // Shard B (GPU 1): signatures in another order (ids differ from A's), llama again plus qwen, the same context
 // and a second one; one of A's points measured again, a newer resolution of signature 2.
 std::string shard_b(const TempDir& dir) {
-  const std::string path = dir.file("b.sqlite");
+  std::string path = dir.file("b.sqlite");
   Store s = Store::open(path);
   const int64_t other = s.upsert_provenance(h200("math"));
   const int64_t gpu = s.upsert_provenance(h200());

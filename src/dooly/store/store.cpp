@@ -123,7 +123,7 @@ void check_measurement(const Measurement& m) {
 
 // attempts_json: an array of {"unit": hash, "level": n, "error": text} (more keys allowed); returned normalized.
 std::string checked_attempts(std::string_view text) {
-  const std::string normalized = checked_json(text, "resolution attempts_json", false);
+  std::string normalized = checked_json(text, "resolution attempts_json", false);
   const nlohmann::json value = nlohmann::json::parse(normalized);
   if (!value.is_array())
     DOOLY_THROW(InputError, R"(pass a JSON array such as [{"unit":"<hash>","level":0,"error":"<Type>: <line>"}])",
