@@ -22,6 +22,9 @@ if [ -d /usr/include/openssl ]; then
   cp -r /usr/include/openssl "$dest/openssl"
   cp /usr/include/x86_64-linux-gnu/openssl/*.h "$dest/openssl/" 2>/dev/null || true
 fi
+# SQLite's header (the store, for scripts/gpu/build_core.sh); the library itself is on the GPU machine (Python's
+# sqlite3 module links it).
+cp /usr/include/sqlite3.h /usr/include/sqlite3ext.h "$dest/" 2>/dev/null || true
 # Eigen's unsupported/ modules are not used: keep the carried folder small.
 rm -rf "$dest/eigen3/unsupported"
 echo "pack_deps: $(du -sh "$dest" | cut -f1) in $dest (fmt $(sed -n 's/^#define FMT_VERSION \([0-9]*\).*/\1/p' "$dest/fmt/core.h"))"

@@ -18,6 +18,7 @@
 #   BIG             models that get a GPU to themselves (default: mixtral-8x7b-v0.1 qwen3-30b-a3b; ~94 and ~61 GB)
 #   NUM_BLOCKS      KV-cache blocks per trace (default 331, as on CPU): bounds each trace's cache so that traces
 #                   can share a GPU; the cache size is in no signature
+#   VERIFY          1 (default): trace a second run and compare labels; 0: --no-verify (half the time)
 #   JOB_TIMEOUT     seconds per trace (default 420); DEADLINE: no trace starts later than this many seconds
 #                   after the script did (default: none)
 set -uo pipefail
@@ -34,23 +35,13 @@ NUM_BLOCKS=${NUM_BLOCKS:-331}
 JOB_TIMEOUT=${JOB_TIMEOUT:-420}
 T0=$(date +%s)
 command -v flock >/dev/null || { echo "trace_models: flock (util-linux) missing: one trace per GPU"; WORKERS_PER_GPU=1; }
-[ -d "$DEPS/openssl" ] || { echo "trace_models: $DEPS/openssl missing: run scripts/gpu/pack_deps.sh here and carry .deps"; exit 2; }
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$OUT/env.txt"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'transformers', transformers.__version__)" | tee -a "$OUT/env.txt"
 
 # ---- the binding ------------------------------------------------------------------------------------------
 core=/tmp/dooly-core
-mkdir -p "$core/obj"
-inc="-I$ROOT/src -I$DEPS $(python3 -m pybind11 --includes)"
-for f in python/dooly_core.cpp src/dooly/taint/*.cpp src/dooly/taint/rules/*.cpp src/dooly/trace/*.cpp \
-         src/dooly/signature/*.cpp src/dooly/common/log.cpp src/dooly/common/env.cpp; do
-  g++ -O2 -std=c++20 -fPIC -DFMT_HEADER_ONLY $inc -c "$f" -o "$core/obj/$(echo "$f" | tr / _).o" &
-done
-wait
-g++ -shared "$core"/obj/*.o -o "$core/dooly_core$(python3-config --extension-suffix)" -l:libcrypto.so.3 \
-  || { echo "trace_models: linking dooly_core failed"; exit 1; }
+bash scripts/gpu/build_core.sh "$core" || exit 1
 export PYTHONPATH="$ROOT/python:$core"
-python3 -c "import dooly_core" || exit 1
 
 # ---- which backends run -----------------------------------------------------------------------------------
 probe_sdpa() {  # kernel -> exit 0 when it runs a masked bf16 attention shaped like a packed prefill
@@ -104,7 +95,7 @@ run_job() {  # gpu backend model
   esac
   if CUDA_VISIBLE_DEVICES=$gpu OMP_NUM_THREADS=4 PYTHONUNBUFFERED=1 timeout "$JOB_TIMEOUT" nice -n 5 \
        python3 -m dooly.cli_trace --model "data/models/$m.json" --device cuda --num-blocks "$NUM_BLOCKS" "${args[@]}" \
-       --out "$dir" > "$dir/$m.log" 2>&1; then
+       $([ "${VERIFY:-1}" = 0 ] && echo --no-verify) --out "$dir" > "$dir/$m.log" 2>&1; then
     echo "$b $m ok gpu$gpu $(( $(date +%s) - start )) s: $(grep -E '^verification:' "$dir/$m.log" | tail -1)"
   else
     local rc=$?

@@ -27,6 +27,7 @@ def parse(argv):
     p.add_argument("--provenance", type=int, default=0)
     p.add_argument("--plan-json", default="")
     p.add_argument("--heartbeat", default="")
+    p.add_argument("--stop-at", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("traces", nargs="+")
     return p.parse_args(argv)
@@ -46,7 +47,12 @@ def supervise(args, argv) -> int:
     with open(args.grid) as f:
         timeout_s = float(json.load(f).get("measure", {}).get("point_timeout_s", 60))
     hb = args.heartbeat or os.path.join(tempfile.mkdtemp(prefix="dooly-profile-"), "heartbeat.json")
+    # The traces go into the store first (signatures, models, occurrences: idempotent), then the worker plans.
+    dooly_core.ProfileStore(args.db).ingest(args.traces)
     child_argv = [sys.executable, "-m", "dooly.profile", "--worker", "--heartbeat", hb] + argv
+    deadline = os.environ.get("DOOLY_PROFILE_DEADLINE_S")
+    if deadline:  # a slice of GPU time: no point starts later than this many seconds from now
+        child_argv[4:4] = ["--stop-at", str(time.time() + float(deadline))]
     restarts = 0
     store = None
     while True:
@@ -57,7 +63,8 @@ def supervise(args, argv) -> int:
         while proc.poll() is None:
             time.sleep(0.5)
             state = _read(hb)
-            if state.get("point") and time.time() - state.get("started", time.time()) > timeout_s:
+            busy = state.get("point") or state.get("resolve")
+            if busy and time.time() - state.get("started", time.time()) > timeout_s:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 killed_for = state
@@ -66,33 +73,30 @@ def supervise(args, argv) -> int:
         if code == 0 and killed_for is None:
             return 0
         state = killed_for or _read(hb)
-        if state.get("point"):
-            if store is None:
-                store = dooly_core.ProfileStore(args.db)
-            status, why = ("timeout", f"Timeout: still running after {timeout_s:g} s (point_timeout_s)") if killed_for \
-                else ("failed", f"WorkerDied: exit status {code}")
-            prov = args.provenance or _provenance_of(store, args)
-            store.commit_point(json.dumps({"signature": state["unit"], "provenance_id": prov, "point": state["point"],
+        if store is None and (state.get("point") or state.get("resolve")):
+            store = dooly_core.ProfileStore(args.db)
+        why = (f"Timeout: still running after {timeout_s:g} s (point_timeout_s)" if killed_for
+               else f"WorkerDied: exit status {code}")
+        if state.get("resolve"):  # the unit hung or crashed where it was first tried: it has no runnable level
+            store.commit_resolution(json.dumps({
+                "signature": state["unit"], "provenance_id": state["provenance_id"],
+                "unit": None, "level": 0, "status": "unrunnable",
+                "attempts": [{"unit": state["unit"], "level": 0, "error": why}]}))
+            print(f"dooly profile: {state['unit'][:12]}: {why} where it was first tried; the worker restarts",
+                  file=sys.stderr, flush=True)
+        elif state.get("point"):
+            status = "timeout" if killed_for else "failed"
+            store.commit_point(json.dumps({"signature": state["unit"], "provenance_id": state["provenance_id"], "point": state["point"],
                                            "status": status, "reason": why}))
             print(f"dooly profile: {state['unit'][:12]} {state['point']['key']}: {why}; the worker restarts",
                   file=sys.stderr, flush=True)
         if code == 3:
             return 3
         restarts += 1
-        if restarts > MAX_RESTARTS or not state.get("point"):
-            if not state.get("point"):
+        if restarts > MAX_RESTARTS or not (state.get("point") or state.get("resolve")):
+            if not (state.get("point") or state.get("resolve")):
                 print(f"dooly profile: the worker stopped with status {code} outside a point", file=sys.stderr)
             return code or 1
-
-
-def _provenance_of(store, args) -> int:
-    """The worker's measurement context, as it registered it (the same identity gives the same id)."""
-    import torch  # noqa: F401 - machine_context reads torch's versions
-
-    from .context import machine_context
-    from .worker import pick_device
-
-    return store.measurement_context(json.dumps(machine_context(pick_device(args.device))))
 
 
 def main(argv=None) -> int:

@@ -191,8 +191,14 @@ class Timer:
                 if total_j is None:
                     continue
                 idle_w = self.baseline_w if self.baseline_w is not None else ch.get("baseline_w", 0.0) or 0.0
-                gaps_s = max(0.0, r.get("time_s", window_s) - busy_s)
+                # On a GPU the gaps between event-timed samples are the device idling while the host syncs: charge
+                # them at the idle baseline, not to the unit. On a CPU the loop between samples is host work like
+                # the unit's, at its power: no correction.
+                gaps_s = max(0.0, r.get("time_s", window_s) - busy_s) if self.cuda else 0.0
                 j = (total_j - idle_w * gaps_s) / calls
+                if j <= 0:
+                    return {"j": None, "note": f"below the resolution floor (window {total_j:.4g} J, idle over gaps "
+                                               f"{idle_w * gaps_s:.4g} J)"}
                 hw = r.get("model_energy_hw_j")
                 return {"j": j, "hw_j": hw / calls if hw is not None else None,
                         "avg_power_w": j * calls / busy_s if busy_s > 0 else None,

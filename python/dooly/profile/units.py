@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import torch
 
@@ -75,9 +76,9 @@ def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[
         return torch.zeros(shape, dtype=dtype, device=device)
     high = max(int(high), 1)
     if name in ("index_copy", "index_put", "scatter") and numel <= high:
-        vals = torch.randperm(high, generator=gen)[:numel]
+        vals = torch.randperm(high, generator=gen, device=device)[:numel]
     else:
-        vals = torch.randint(0, high, (numel,), generator=gen)
+        vals = torch.randint(0, high, (numel,), generator=gen, device=device)
     return vals.reshape(shape).to(dtype=dtype, device=device)
 
 
@@ -85,7 +86,7 @@ def make_tensor(info: dict, shape: list[int], device, gen, op: dict | None = Non
                 shapes: list[list[int]] | None = None) -> torch.Tensor:
     dtype = getattr(torch, info["dtype"])
     if dtype.is_floating_point or dtype.is_complex:
-        return torch.randn(shape, dtype=dtype, generator=gen).to(device)
+        return torch.randn(shape, dtype=dtype, device=device, generator=gen)
     if dtype == torch.bool:
         return torch.zeros(shape, dtype=dtype, device=device)
     if op is not None:
@@ -112,6 +113,10 @@ class OpUnit:
     def __init__(self, op: dict, device):
         if not op.get("fn") or "call_args" not in op:
             raise UnitError("the trace records no callable for this op: re-create it with this build's dooly trace")
+        allowed = [a for a in os.environ.get("DOOLY_PROFILE_ALLOW_FN", "").split(",") if a]
+        if not (op["fn"].startswith("torch.") or op["fn"] in allowed):
+            # A trace names what the worker will call: only torch's callables, so a trace cannot run arbitrary code.
+            raise UnitError(f"'{op['fn']}' is not a torch callable (DOOLY_PROFILE_ALLOW_FN lists exceptions)")
         self.op = op
         self.device = device
         self.fn = callref.resolve_fn(op["fn"])
@@ -125,7 +130,7 @@ class OpUnit:
         return total
 
     def prepare(self, bindings: dict | None, copies: int = 1, seed: int = 0) -> None:
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(device=self.device).manual_seed(seed)
         shapes = [shape_at(i, bindings) for i in self.op["inputs"]]
         call = _device_args(_args_at(self.op["call_args"], bindings), self.device)
         self.copies = []
@@ -180,7 +185,7 @@ class ModuleUnit(OpUnit):
         return total
 
     def prepare(self, bindings, copies: int = 1, seed: int = 0) -> None:
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(device=self.device).manual_seed(seed)
         call = _device_args(_args_at(self.record.get("inputs") or {"args": [], "kwargs": {}}, bindings), self.device)
         self.copies = []
         for _ in range(max(1, copies)):
@@ -238,7 +243,11 @@ class ModelCache:
             from dooly.models import load_config
 
             self.models.clear()  # one at a time: real models are large
-            config = load_config(trace["config_path"])
+            path = trace["config_path"]
+            repo_path = os.path.join(os.path.dirname(__file__), "..", "..", "..", path)
+            if not os.path.isabs(path) and not os.path.exists(path) and os.path.exists(repo_path):
+                path = repo_path  # traces name configs relative to the repository
+            config = load_config(path)
             impl = trace.get("attention", "sdpa")
             try:
                 config._attn_implementation = impl

@@ -40,7 +40,12 @@ def is_gpu_fault(e: BaseException) -> bool:
 def is_oom(e: BaseException) -> bool:
     import torch
 
-    return isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
+    text = str(e).lower()
+    return isinstance(e, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
+
+
+class Deadline(Exception):
+    """DOOLY_PROFILE_DEADLINE_S passed: stop before the next point (everything measured is committed)."""
 
 
 class Heartbeat:
@@ -127,7 +132,8 @@ class Worker:
         try:
             probe = self.core.EnergyMeter(None, int(os.environ.get("DOOLY_PROFILE_BASELINE_MS", "1000")))
         except Exception as e:  # noqa: BLE001 - no power source: time only, said once
-            _say(f"no power source ({e}); measuring time only (energy columns stay empty)")
+            why = " ".join(str(e).split())
+            _say(f"no power source, measuring time only (energy columns stay empty): {why}")
             return None, None
         probe.start()
         rep = json.loads(probe.stop())
@@ -198,6 +204,9 @@ class Worker:
         for level in range(levels):
             try:
                 runner, h = self.unit_at_level(unit, level)
+                # The clock of the hang check starts once the unit exists (building a model takes its own time).
+                self.heartbeat.set({"unit": unit["hash"], "resolve": True, "started": time.time(),
+                                    "provenance_id": self.provenance})
                 self.try_run(runner, None)
                 status = "runs" if level == 0 else "absorbed"
                 return status, level, h, attempts
@@ -226,8 +235,11 @@ class Worker:
         timer = self.Timer(self.device, settings, self.meter, self.baseline_w)
         ooms: list[dict] = []
         for point in unit["points"]:
+            if self.args.stop_at and time.time() > self.args.stop_at:
+                raise Deadline()
             swept = {k: point["bindings"][k] for k in unit["swept"]}
-            self.heartbeat.set({"unit": unit_hash, "point": point, "started": time.time()})
+            self.heartbeat.set({"unit": unit_hash, "point": point, "started": time.time(),
+                                "provenance_id": self.provenance})
             dom = _dominated(swept, ooms)
             if dom is not None:
                 self.commit(unit_hash, point, "oom", f"trimmed: at least as large as out-of-memory point {json.dumps(dom)}")
@@ -280,6 +292,7 @@ class Worker:
                 level, unit_hash = 0, unit["hash"]
                 if unit["resolution"] == "unresolved":
                     status, level, unit_hash, attempts = self.resolve(unit)
+                    self.heartbeat.set({})
                     self.store.commit_resolution(json.dumps({
                         "signature": unit["hash"], "provenance_id": self.provenance, "unit": unit_hash,
                         "level": level, "status": status, "attempts": attempts}))
@@ -302,6 +315,9 @@ class Worker:
 def main(args) -> int:
     try:
         return Worker(args).run()
+    except Deadline:
+        _say("deadline reached (DOOLY_PROFILE_DEADLINE_S): every measured point is committed; run again to go on")
+        return 0
     except Exception as e:  # noqa: BLE001
         if is_gpu_fault(e):
             _say(f"GPU fault, run ended (every finished point is committed): {e}")

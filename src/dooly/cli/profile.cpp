@@ -19,7 +19,7 @@
 #include "dooly/plan/plan.hpp"
 #include "dooly/plan/profile_report.hpp"
 #include "dooly/plan/profile_store.hpp"
-#include "dooly/store/ingest.hpp"
+#include "dooly/store/ingest.hpp"  // --dry-run on a store that does not exist yet
 
 namespace {
 
@@ -70,9 +70,8 @@ void run_profile(const ProfileArgs& a) {
     if (!a.plan_json.empty()) energy::write_file_atomic(a.plan_json, plan::to_json(plan).dump(1) + "\n");
     return;
   }
-  // The run: the traces go into the store first (signatures, models, occurrences), then the worker plans and
+  // The run: the worker puts the traces into the store first (signatures, models, occurrences), then plans and
   // measures through the binding.
-  store::ingest_traces(a.db, a.traces);
   std::vector<std::string> args = {"--db", a.db, "--grid", grid_path, "--shard", a.shard, "--device", a.device};
   if (a.retry_failed) args.emplace_back("--retry-failed");
   if (a.provenance > 0) args.insert(args.end(), {"--provenance", std::to_string(a.provenance)});

@@ -5,6 +5,7 @@
 //
 //   {"version": 1,
 //    "tokens": [1, 2, 4, ...],                 units whose only step quantity is NUM_TOKS
+//    "tokens_by_class": {"matmul": [...]},     the same for op classes (the trace's rule class) that need another
 //    "requests": [1, 2, 4, ...],               units whose only step quantity is NUM_REQS (decodes of 1 token)
 //    "compositions": {                         everything else (attention, KV-cache reads, logits of requests)
 //      "prefill": {"chunk": [...], "context": [...]},      one request: chunk new tokens after context cached ones
@@ -14,6 +15,7 @@
 //    "measure": {"warmup_s": 0.02, "min_time_s": 0.15, "max_time_s": 2.0, "min_reps": 10, "rel_ci": 0.01,
 //                "point_timeout_s": 60}}
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,7 @@ struct MeasureSettings {
 
 struct Grid {
   std::vector<int64_t> tokens;
+  std::map<std::string, std::vector<int64_t>> tokens_by_class;
   std::vector<int64_t> requests;
   std::vector<int64_t> prefill_chunk, prefill_context;
   std::vector<int64_t> decode_batch, decode_context;
@@ -50,6 +53,10 @@ struct Grid {
   std::string sha256;  // of the file's bytes (provenance of every measurement)
   std::string origin;  // the file, for messages
 
+  const std::vector<int64_t>& tokens_for(const std::string& op_class) const {
+    auto it = tokens_by_class.find(op_class);
+    return it == tokens_by_class.end() ? tokens : it->second;
+  }
   // Every composition of the "compositions" section, bounded by max_tokens and max_kv_tokens, in file order.
   std::vector<Composition> compositions() const;
 };

@@ -83,7 +83,7 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
     comps.push_back({{{1, 0}}});
   } else if (s.swept == std::set<std::string>{"NUM_TOKS"}) {
     point_class = "tokens";
-    for (int64_t t : grid.tokens)
+    for (int64_t t : grid.tokens_for(s.op_class))
       if (t <= grid.max_tokens) comps.push_back({{{t, 0}}});
   } else if (s.swept == std::set<std::string>{"NUM_REQS"}) {
     point_class = "requests";

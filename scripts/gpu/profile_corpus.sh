@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Profiles the shipped corpus on a GPU machine (issue 11): traces every model under each attention backend (kept in
+# /tmp between commands of one lease), then `dooly profile` (python -m dooly.profile: the worker and its supervisor)
+# into the committed store, resuming from what it holds. Copies the store, the plan and the logs to $OUT.
+#
+#   scripts/gpu/profile_corpus.sh
+# Environment:
+#   DB              the store (default data/profile/h200.sqlite, committed)
+#   BACKENDS        attention backends to trace (default: sdpa-efficient sdpa-cudnn sdpa-math eager)
+#   MODELS          models (default: every data/models/*.json)
+#   BUDGET_S        seconds this command may take in all (default 540): tracing first, then profiling until
+#                   the deadline (no point starts after it); run the script again to go on
+#   GRID            the grid file (default data/grids/default.json)
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+T0=$(date +%s)
+OUT=${OUT:-$ROOT/out}; mkdir -p "$OUT"
+DB=${DB:-data/profile/h200.sqlite}; mkdir -p "$(dirname "$DB")"
+BACKENDS=${BACKENDS:-"sdpa-efficient sdpa-cudnn sdpa-math eager"}
+BUDGET_S=${BUDGET_S:-540}
+GRID=${GRID:-data/grids/default.json}
+TR=/tmp/dooly-traces
+core=/tmp/dooly-core
+bash scripts/gpu/build_core.sh "$core" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+export PYTHONPATH="$ROOT/python:$core"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+
+# ---- traces (once per lease: /tmp survives between commands while the machine is held) ---------------------
+if [ ! -f "$TR/done" ]; then
+  OUT=$TR VERIFY=0 WORKERS_PER_GPU=${WORKERS_PER_GPU:-4} JOB_TIMEOUT=300 bash scripts/gpu/trace_models.sh $BACKENDS \
+    > "$OUT/trace.log" 2>&1
+  mkdir -p "$TR/all"
+  for f in "$TR"/traces-*.tgz; do tar -xzf "$f" -C "$TR/all"; done
+  touch "$TR/done"
+  grep -E "FAILED|skipped|done in" "$TR/progress.txt" | tee -a "$OUT/trace-summary.txt"
+fi
+ls "$TR"/all/*.json | wc -l | sed 's/^/traces: /'
+
+# ---- profile until the deadline ---------------------------------------------------------------------------
+left=$(( BUDGET_S - ($(date +%s) - T0) - 30 ))
+[ "$left" -gt 30 ] || { echo "profile_corpus: no time left to profile (tracing took $(( $(date +%s) - T0 )) s)"; exit 0; }
+DOOLY_PROFILE_DEADLINE_S=$left python3 -m dooly.profile --db "$DB" --grid "$GRID" --device cuda \
+  --plan-json "$OUT/plan.json" -- "$TR"/all/*.json 2>&1 | tail -c 200000 > "$OUT/profile.log"
+echo "profile: exit ${PIPESTATUS[0]}; $(tail -3 "$OUT/profile.log")"
+python3 - "$DB" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+print("store:", dict(c.execute("SELECT status, count(*) FROM measurements GROUP BY status").fetchall()),
+      "resolutions:", dict(c.execute("SELECT status, count(*) FROM resolutions GROUP BY status").fetchall()))
+PY
+cp "$DB" "$OUT/"
+gzip -c "$OUT/plan.json" > "$OUT/plan.json.gz" 2>/dev/null && rm -f "$OUT/plan.json"
+echo "profile_corpus: $(( $(date +%s) - T0 )) s"

@@ -1,0 +1,180 @@
+"""dooly profile on the CPU, end to end through the real code path: the C++ CLI and planner, the Python worker and
+its supervisor, the store, and the energy engine fed by the replay power source (a recorded H200 run played back
+in real time). Tiny traces and a tiny grid keep each run to seconds."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TRACES = REPO / "tests" / "data" / "traces"
+LLAMA = TRACES / "llama-3.1-8b-tiny__paged_sdpa.json"
+GRID = REPO / "tests" / "data" / "grids" / "tiny.json"
+RECORDING = REPO / "data" / "runs" / "h200-kokkos-demo.recording"
+
+
+def exe() -> str:
+    return os.environ.get("DOOLY_EXE", str(REPO / "build" / "default" / "src" / "dooly" / "cli" / "dooly"))
+
+
+def env(**extra) -> dict:
+    e = dict(os.environ)
+    e.update({"DOOLY_POWER_SOURCE": "replay", "DOOLY_REPLAY_FILE": str(RECORDING), "DOOLY_PROFILE_BASELINE_MS": "200",
+              "DOOLY_SOURCE_DIR": str(REPO)})
+    e.update(extra)
+    return e
+
+
+def profile(db, *args, traces=(LLAMA,), grid=GRID, check=True, **kw):
+    device = [] if "--device" in args else ["--device", "cpu"]
+    cmd = [exe(), "profile", *map(str, traces), "--db", str(db), "--grid", str(grid), *device, *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env(**kw.pop("env", {})), timeout=600, **kw)
+    if check:
+        assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def rows(db, sql, *params):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+        return c.execute(sql, params).fetchall()
+
+
+def planned_points(db, traces=(LLAMA,), grid=GRID) -> int:
+    out = profile(db, "--dry-run", traces=traces, grid=grid).stdout
+    line = next(ln for ln in out.splitlines() if ln.startswith("points:"))
+    return int(line.split()[1])
+
+
+def test_profile_measures_every_unit_once_with_energy(tmp_path):
+    db = tmp_path / "p.sqlite"
+    total = planned_points(db)
+    assert total > 150  # 68 op signatures of tiny Llama over the tiny grid
+    r = profile(db)
+    assert "energy: replay" in r.stderr, r.stderr
+    ok = rows(db, "SELECT signature_id, point_key, energy_j, energy_hw_j, latency_mean_s, repetitions "
+                  "FROM measurements WHERE status = 'ok'")
+    assert len(ok) == total
+    assert len({(s, k) for s, k, *_ in ok}) == total  # every point once
+    assert all(e is not None and e > 0 for _, _, e, *_ in ok)  # energy at every point, through the engine
+    assert all(lat > 0 and reps >= 3 for *_, lat, reps in ok)
+    assert sum(hw is not None for _, _, _, hw, *_ in ok) > total // 2  # the model's interval where it fitted
+    assert rows(db, "SELECT status, count(*) FROM resolutions GROUP BY status") == [("runs", 68)]
+    # The provenance of the points: the measurement context with its versions, the grid's hash on every row.
+    (extra,) = rows(db, "SELECT extra_json FROM provenance WHERE extra_json LIKE '%measure%'")[0]
+    assert json.loads(extra)["context"] == "measure" and json.loads(extra)["torch"]
+    grid_hashes = {json.loads(x)["grid_sha256"] for (x,) in rows(db, "SELECT extra_json FROM measurements")}
+    assert len(grid_hashes) == 1 and len(grid_hashes.pop()) == 64
+    # A rerun measures nothing: the plan has nothing left and no row is added.
+    assert planned_points(db) == 0
+    profile(db)
+    assert rows(db, "SELECT count(*) FROM measurements")[0][0] == total
+    report = profile(db, "--report").stdout
+    assert "coverage 100.00 % of op occurrences" in report, report
+
+
+def test_killed_runs_resume_without_measuring_a_point_twice(tmp_path):
+    """kill -9 of the whole run (supervisor and worker) at 20 random moments: the store stays intact, no point is
+    measured twice, and the run that finally completes leaves every point measured once."""
+    db = tmp_path / "k.sqlite"
+    total = planned_points(db)
+    rnd = random.Random(11)
+    for i in range(20):
+        p = subprocess.Popen([exe(), "profile", str(LLAMA), "--db", str(db), "--grid", str(GRID), "--device", "cpu"],
+                             env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(rnd.uniform(0.3, 6.0))
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        if not db.exists():
+            continue
+        assert rows(db, "PRAGMA integrity_check") == [("ok",)], f"kill {i}"
+        dup = rows(db, "SELECT signature_id, point_key, count(*) FROM measurements WHERE status = 'ok' "
+                       "GROUP BY signature_id, point_key HAVING count(*) > 1")
+        assert dup == [], f"kill {i}: measured twice: {dup}"
+    profile(db)
+    ok = rows(db, "SELECT count(*), count(DISTINCT signature_id || point_key) FROM measurements WHERE status = 'ok'")
+    assert ok == [(total, total)]
+
+
+def _doctored_trace(tmp_path, changes: dict) -> Path:
+    """A copy of tiny Llama whose ops of the given names call something else."""
+    t = json.loads(LLAMA.read_text())
+    for step in t["steps"]:
+        for op in step["ops"]:
+            if op["op"] in changes:
+                op["fn"], op["call_args"] = changes[op["op"]]
+    path = tmp_path / LLAMA.name
+    path.write_text(json.dumps(t))
+    return path
+
+
+def test_a_unit_that_hangs_or_raises_is_recorded_and_the_run_goes_on(tmp_path):
+    # silu sleeps (a hang, stopped at the point timeout); rsqrt raises (a view that does not fit): the finder walks
+    # up to the RMSNorm module, which runs and absorbs it.
+    trace = _doctored_trace(tmp_path, {
+        "silu": ("time.sleep", {"args": [120], "kwargs": {}}),
+        "rsqrt": ("torch.Tensor.view", {"args": [{"in": 0}, 7, 7, 7], "kwargs": {}}),
+    })
+    grid = tmp_path / "grid.json"
+    g = json.loads(GRID.read_text())
+    g["measure"]["point_timeout_s"] = 3
+    grid.write_text(json.dumps(g))
+    db = tmp_path / "h.sqlite"
+    r = profile(db, traces=(trace,), grid=grid, env={"DOOLY_PROFILE_ALLOW_FN": "time.sleep"})
+    assert "Timeout: still running after 3 s" in r.stderr, r.stderr[-2000:]
+    res = rows(db, "SELECT s.name, r.status, r.level, u.name, r.attempts_json FROM resolutions r "
+                   "JOIN signatures s ON s.id = r.signature_id LEFT JOIN signatures u ON u.id = r.unit_signature_id")
+    by = {name: (st, lvl, unit, json.loads(att)) for name, st, lvl, unit, att in res}
+    assert by["silu"][0] == "unrunnable" and "Timeout" in by["silu"][3][0]["error"]
+    st, lvl, unit, att = by["rsqrt"]
+    assert (st, lvl, unit) == ("absorbed", 1, "LlamaRMSNorm"), by["rsqrt"]
+    assert att[0]["level"] == 0 and att[0]["error"].startswith("RuntimeError")
+    norm = rows(db, "SELECT count(*) FROM measurements m JOIN signatures s ON s.id = m.signature_id "
+                    "WHERE s.name = 'LlamaRMSNorm' AND m.status = 'ok'")[0][0]
+    assert norm > 0  # the module is measured in rsqrt's place
+    report = profile(db, "--report", traces=(trace,), grid=grid).stdout
+    assert "uncovered: 1 signatures" in report and "silu" in report and "Timeout" in report, report
+
+
+def test_shards_are_disjoint_and_merge_into_the_whole(tmp_path):
+    plans = []
+    for i in range(2):
+        out = tmp_path / f"plan{i}.json"
+        profile(tmp_path / "none.sqlite", "--dry-run", "--shard", f"{i}/2", "--plan-json", str(out))
+        plans.append({u["hash"] for u in json.loads(out.read_text())["units"]})
+    assert plans[0] and plans[1] and not plans[0] & plans[1] and len(plans[0] | plans[1]) == 68
+    for i in range(2):
+        profile(tmp_path / f"s{i}.sqlite", "--shard", f"{i}/2")
+    merged = tmp_path / "all.sqlite"
+    r = subprocess.run([exe(), "store", "merge", str(merged), str(tmp_path / "s0.sqlite"), str(tmp_path / "s1.sqlite")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # The shards' measurement contexts are the same machine's: one context, and nothing left to measure.
+    assert planned_points(merged) == 0
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--shard", "2/2"], "--shard '2/2' is not of the form i/N"),
+    (["--device", "tpu"], "unknown --device 'tpu'"),
+])
+def test_bad_arguments_are_one_line(tmp_path, args, needle):
+    r = profile(tmp_path / "x.sqlite", *args, check=False)
+    assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_a_grid_with_an_unknown_field_is_refused_before_any_work(tmp_path):
+    g = json.loads(GRID.read_text())
+    g["measure"]["warmup_reps"] = 3
+    bad = tmp_path / "grid.json"
+    bad.write_text(json.dumps(g))
+    r = profile(tmp_path / "x.sqlite", grid=bad, check=False)
+    assert r.returncode == 2 and "measure: unknown field 'warmup_reps'" in r.stderr, r.stderr
+    assert not (tmp_path / "x.sqlite").exists()
