@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -57,6 +58,32 @@ TEST(Profiler, ConstantPowerGivesPowerTimesTimeThroughTheLiveThread) {
   EXPECT_GE(meta("sampler_poll_cpu_s"), 0.0);
   EXPECT_LE(meta("sampler_poll_cpu_s"), meta("sampler_cpu_s"));
   EXPECT_GE(meta("sampler_page_faults"), 0.0);  // present (the sampler thread's own faults, for the GPU figures)
+}
+
+// dooly profile measures every sweep point as its own start/stop window on one profiler. Each stop must report that
+// window alone: before the fix a second start kept the first run's attributor, so a key's energy and calls
+// accumulated over every window (the H200's stored J/call grew point after point, 2026-12-02).
+TEST(Profiler, EachStartStopIsARunOfItsOwn) {
+  double watts = 100.0;
+  Profiler p(fast(), std::make_unique<FakeSession>([&](int64_t) { return watts; }), "fake");
+  const KeyId k = p.key("point", Kind::region);
+  std::vector<RegionRow> rows;
+  for (int run = 0; run < 3; ++run) {
+    watts = 100.0 * (run + 1);
+    p.start();
+    p.begin(k, -1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    p.end(k, -1);
+    Report rep = p.stop();
+    ASSERT_EQ(rep.channels.size(), 1u);
+    rows.push_back(row(rep.channels[0], "point"));
+  }
+  for (int run = 0; run < 3; ++run) {
+    EXPECT_EQ(rows[run].calls, 1u) << run;
+    EXPECT_GE(rows[run].time_s, 0.018);
+    EXPECT_LT(rows[run].time_s, 0.5) << run;  // this window's time, not the sum of all of them
+    EXPECT_NEAR(rows[run].avg_power_w(), 100.0 * (run + 1), 1.0) << run;
+  }
 }
 
 TEST(Profiler, BoundedEventBufferDropsAndCounts) {

@@ -306,6 +306,9 @@ void Profiler::note_key(KeyId key) {
 
 void Profiler::start() {
   if (running_) return;
+  // Each start/stop is a run of its own: a second start attributes afresh (the profiler's per-point windows).
+  if (ran_) attributor_ = std::make_unique<Attributor>(channels_, keys_, options_.attribution);
+  ran_ = true;
   converter_.calibrate_initial();
   start_ns_ = now_ns();
   read_counters();
