@@ -139,9 +139,8 @@ class Worker:
         rep = json.loads(probe.stop())
         baseline = None
         for ch in rep.get("channels", []):
-            for r in ch.get("regions", []):
-                if r.get("name") == "<idle baseline>" and r.get("time_s"):
-                    baseline = r["energy_j"] / r["time_s"]
+            if ch.get("baseline_w"):  # the mean power of the quiet interval measured at start
+                baseline = ch["baseline_w"]
         del probe
         meter = self.core.EnergyMeter(baseline, 0)
         _say(f"energy: {meter.backend}, idle baseline {baseline:.1f} W" if baseline is not None

@@ -1,0 +1,69 @@
+// The grid file: the shipped default parses; every bad field is one InputError naming the file and the field.
+#include "dooly/plan/grid.hpp"
+
+#include <gtest/gtest.h>
+
+#include "dooly/common/error.hpp"
+
+namespace dooly::plan {
+namespace {
+
+using nlohmann::json;
+
+json minimal() {
+  return json::parse(R"({"version": 1, "tokens": [1, 8], "requests": [1],
+                         "compositions": {"decode": {"batch": [2], "context": [16]}}})");
+}
+
+std::string error_of(const json& j) {
+  try {
+    parse_grid(j, "g.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Grid, TheShippedDefaultParses) {
+  const Grid g = read_grid(std::string(DOOLY_SOURCE_DIR) + "/data/grids/default.json");
+  EXPECT_EQ(g.tokens.front(), 1);
+  EXPECT_EQ(g.tokens.back(), 8192);
+  EXPECT_GT(g.tokens_for("matmul").size(), g.tokens.size());
+  EXPECT_EQ(g.tokens_for("elementwise"), g.tokens);
+  EXPECT_GT(g.compositions().size(), 30u);
+  EXPECT_EQ(g.sha256.size(), 64u);
+  for (const Composition& c : g.compositions()) EXPECT_LE(c.num_tokens(), g.max_tokens);
+}
+
+TEST(Grid, MinimalGridAndDefaults) {
+  const Grid g = parse_grid(minimal(), "g.json");
+  ASSERT_EQ(g.compositions().size(), 1u);
+  EXPECT_EQ(g.compositions()[0].num_requests(), 2);
+  EXPECT_DOUBLE_EQ(g.measure.rel_ci, 0.01);
+}
+
+TEST(Grid, BadFieldsAreNamed) {
+  auto with = [](const char* path, json v) {
+    json j = minimal();
+    j[json::json_pointer(path)] = std::move(v);
+    return j;
+  };
+  EXPECT_NE(error_of(with("/version", 2)).find("grid file version 2 is not supported"), std::string::npos);
+  EXPECT_NE(error_of(with("/speed", 1)).find("g.json: unknown field 'speed'"), std::string::npos);
+  EXPECT_NE(error_of(with("/measure/warmup_reps", 3)).find("measure: unknown field 'warmup_reps'"), std::string::npos);
+  EXPECT_NE(error_of(with("/tokens", json::array())).find("tokens: must be a non-empty list"), std::string::npos);
+  EXPECT_NE(error_of(with("/tokens/0", -4)).find("tokens[0]: must be an integer >= 1"), std::string::npos);
+  EXPECT_NE(error_of(with("/measure/rel_ci", 0)).find("measure.rel_ci"), std::string::npos);
+  EXPECT_NE(error_of(with("/bounds", json{{"max_tokens", 1}})).find("every composition exceeds the bounds"),
+            std::string::npos);
+  json no_comp = minimal();
+  no_comp.erase("compositions");
+  EXPECT_NE(error_of(no_comp).find("missing field 'compositions'"), std::string::npos);
+}
+
+TEST(Grid, MissingOrBrokenFile) {
+  EXPECT_THROW(read_grid("/nonexistent/grid.json"), InputError);
+}
+
+}  // namespace
+}  // namespace dooly::plan

@@ -1,0 +1,178 @@
+// The plan over the golden traces: one unit per op signature, points by what a unit depends on, committed points
+// skipped, shards disjoint, the naive plan larger. Uses a real store (a temporary file).
+#include "dooly/plan/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "dooly/common/error.hpp"
+#include "dooly/plan/profile_store.hpp"
+#include "dooly/store/ingest.hpp"
+#include "support/temp_dir.hpp"
+
+namespace dooly::plan {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> golden_paths() {
+  const std::string d = std::string(DOOLY_SOURCE_DIR) + "/tests/data/traces/";
+  return {d + "llama-3.1-8b-tiny__paged_sdpa.json", d + "qwen2.5-7b-tiny__paged_sdpa.json",
+          d + "gemma-2-9b-it-tiny__paged_sdpa.json"};
+}
+
+struct Fixture {
+  testing::TempDir dir;
+  std::vector<std::string> paths = golden_paths();
+  std::vector<trace::Trace> traces;
+  store::Store db = store::Store::open(dir.file("p.sqlite"));
+  Grid grid = read_grid(std::string(DOOLY_SOURCE_DIR) + "/tests/data/grids/tiny.json");
+  Fixture() {
+    for (const auto& p : paths) traces.push_back(trace::read_trace(p));
+    store::ingest_traces(db, paths);
+  }
+  Plan plan(int64_t prov = 0, PlanOptions o = {}) { return build_plan(db, paths, traces, grid, prov, o); }
+};
+
+TEST(Plan, OneUnitPerOpSignatureWithPointsByWhatItDependsOn) {
+  Fixture f;
+  const Plan p = f.plan();
+  EXPECT_EQ(p.op_occurrences, 2255);  // docs/dooly-tracing.md's table
+  EXPECT_EQ(p.op_signatures, 99);
+  ASSERT_EQ(p.units.size(), 99u);
+  std::set<std::string> classes;
+  for (const UnitPlan& u : p.units) {
+    EXPECT_TRUE(u.is_op);
+    EXPECT_GT(u.signature_id, 0);
+    EXPECT_EQ(u.points_total, static_cast<int64_t>(u.points.size()));
+    classes.insert(u.point_class);
+    if (u.point_class == "tokens") {
+      EXPECT_EQ(u.swept, std::vector<std::string>{"NUM_TOKS"});
+      EXPECT_EQ(u.points.size(), f.grid.tokens.size());
+    }
+    if (u.name == "scaled_dot_product_attention") {
+      EXPECT_EQ(u.point_class, "compositions");
+      EXPECT_EQ(u.op_class, "attention");
+    }
+    for (const auto& [k, v] : u.fixed) EXPECT_EQ(k == "CACHE_SLOTS" ? v : 85248, 85248);  // the traces' 331 x 256
+    // largest first, keys distinct and canonical
+    std::set<std::string> keys;
+    for (const PointPlan& pt : u.points) {
+      EXPECT_TRUE(keys.insert(pt.key).second);
+      EXPECT_EQ(store::canonical_point_key(pt.key), pt.key);
+    }
+  }
+  EXPECT_TRUE(classes.count("tokens") && classes.count("compositions"));
+  EXPECT_GT(p.naive.points, p.aware.points);
+  EXPECT_GT(p.naive.estimated_s, p.aware.estimated_s);
+}
+
+TEST(Plan, PrefillAttentionKeepsKvEqualToTokens) {
+  Fixture f;
+  int prefill_like = 0;
+  for (const UnitPlan& u : f.plan().units) {
+    if (u.name != "scaled_dot_product_attention") continue;
+    bool all_equal = true;
+    for (const PointPlan& pt : u.points)
+      for (const auto& [k, v] : pt.bindings)
+        if (k.rfind("KV_TOKS", 0) == 0 && v != pt.bindings.at("NUM_TOKS")) all_equal = false;
+    prefill_like += all_equal;
+    EXPECT_FALSE(u.points.empty());
+  }
+  EXPECT_GE(prefill_like, 1);  // the prefill step's attention: no cache read, keys are the step's tokens
+}
+
+TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
+  Fixture f;
+  const int64_t ctx = upsert_measurement_context(f.db, json{{"gpu_name", "test"}});
+  Plan p = f.plan(ctx);
+  const UnitPlan& u = p.units.front();
+  ASSERT_GE(u.points.size(), 2u);
+  json pt = {{"key", u.points[0].key}, {"bindings", u.points[0].bindings}};
+  commit_point(f.db, {{"signature", u.hash}, {"provenance_id", ctx}, {"point", pt}, {"status", "ok"},
+                      {"repetitions", 5}, {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}},
+                      {"energy", {{"j", 0.01}, {"hw_j", 0.001}}}});
+  json pt2 = {{"key", u.points[1].key}};
+  commit_point(f.db, {{"signature", u.hash}, {"provenance_id", ctx}, {"point", pt2}, {"status", "failed"},
+                      {"reason", "RuntimeError: boom"}});
+  const Plan again = f.plan(ctx);
+  const auto it = std::find_if(again.units.begin(), again.units.end(), [&](const UnitPlan& x) { return x.hash == u.hash; });
+  ASSERT_NE(it, again.units.end());
+  EXPECT_EQ(it->points_committed, 1);
+  EXPECT_EQ(it->points_failed, 1);
+  EXPECT_EQ(it->points.size(), u.points.size() - 2);
+  EXPECT_EQ(again.todo.points, p.todo.points - 2);
+  PlanOptions retry;
+  retry.retry_failed = true;
+  EXPECT_EQ(f.plan(ctx, retry).todo.points, p.todo.points - 1);
+  // Another measurement context holds nothing.
+  const int64_t other = upsert_measurement_context(f.db, json{{"gpu_name", "other"}});
+  EXPECT_EQ(f.plan(other).todo.points, p.todo.points);
+  EXPECT_EQ(latest_measurement_context(f.db), other);
+}
+
+TEST(Plan, AbsorbedAndUnrunnableSignaturesFollowTheirResolution) {
+  Fixture f;
+  const int64_t ctx = upsert_measurement_context(f.db, json{{"gpu_name", "test"}});
+  const Plan p = f.plan(ctx);
+  const UnitPlan* with_parent = nullptr;
+  for (const UnitPlan& u : p.units)
+    if (!u.ancestors.empty() && u.name == "rsqrt") with_parent = &u;
+  ASSERT_NE(with_parent, nullptr);
+  const Ancestor& parent = with_parent->ancestors.front();
+  commit_resolution(f.db, {{"signature", with_parent->hash}, {"provenance_id", ctx}, {"unit", parent.hash}, {"level", 1},
+                           {"status", "absorbed"}, {"attempts", json::array({{{"unit", with_parent->hash}, {"level", 0}, {"error", "RuntimeError: x"}}})}});
+  const UnitPlan& other = p.units.back();
+  commit_resolution(f.db, {{"signature", other.hash}, {"provenance_id", ctx}, {"unit", nullptr}, {"level", 0},
+                           {"status", "unrunnable"}, {"attempts", json::array({{{"unit", other.hash}, {"level", 0}, {"error", "Timeout: t"}}})}});
+  const Plan again = f.plan(ctx);
+  bool module_unit = false;
+  for (const UnitPlan& u : again.units) {
+    EXPECT_NE(u.hash, with_parent->hash);
+    EXPECT_NE(u.hash, other.hash);
+    if (u.hash == parent.hash) {
+      module_unit = true;
+      EXPECT_FALSE(u.is_op);
+      EXPECT_EQ(u.resolution, "absorbed");
+      EXPECT_GE(u.call, 0);
+      EXPECT_EQ(u.absorbs, std::vector<std::string>{with_parent->hash});
+      EXPECT_EQ(u.swept, std::vector<std::string>{"NUM_TOKS"});
+    }
+  }
+  EXPECT_TRUE(module_unit);
+  ASSERT_EQ(again.uncovered.size(), 1u);
+  EXPECT_EQ(again.uncovered[0].hash, other.hash);
+  EXPECT_NE(render_plan(again).find("uncovered: 1 signatures"), std::string::npos);
+}
+
+TEST(Plan, ShardsAreDisjointAndCoverThePlan) {
+  Fixture f;
+  std::set<std::string> all;
+  int64_t points = 0;
+  for (int i = 0; i < 3; ++i) {
+    const Plan s = f.plan(0, parse_shard(std::to_string(i) + "/3"));
+    EXPECT_FALSE(s.units.empty());
+    for (const UnitPlan& u : s.units) EXPECT_TRUE(all.insert(u.hash).second) << "unit in two shards";
+    points += s.todo.points;
+  }
+  EXPECT_EQ(all.size(), 99u);
+  EXPECT_EQ(points, f.plan().todo.points);
+  for (const char* bad : {"3/3", "-1/2", "1", "a/b", "1/0", "0/2x"}) EXPECT_THROW(parse_shard(bad), InputError) << bad;
+}
+
+TEST(Plan, TheJsonCarriesWhatTheWorkerReads) {
+  Fixture f;
+  const json j = to_json(f.plan());
+  EXPECT_EQ(j.at("version"), 1);
+  EXPECT_EQ(j.at("units").size(), 99u);
+  const json& u = j.at("units")[0];
+  for (const char* k : {"hash", "kind", "trace", "step", "seq", "ancestors", "swept", "points", "resolution"})
+    EXPECT_TRUE(u.contains(k)) << k;
+  const json& pt = u.at("points")[0];
+  for (const char* k : {"key", "bindings", "requests", "num_tokens", "kv_tokens", "estimated_s"})
+    EXPECT_TRUE(pt.contains(k)) << k;
+}
+
+}  // namespace
+}  // namespace dooly::plan
