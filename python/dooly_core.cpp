@@ -71,6 +71,7 @@ std::string profile_plan(const std::string& db, const std::vector<std::string>& 
   const plan::Grid grid = plan::read_grid(grid_path);
   plan::PlanOptions options = plan::parse_shard(shard);
   options.retry_failed = retry_failed;
+  options.require_energy = require_energy;
   std::vector<trace::Trace> traces;
   for (const std::string& p : trace_paths) traces.push_back(trace::read_trace(p));
   store::Store s = store::Store::open(db);
@@ -169,7 +170,7 @@ PYBIND11_MODULE(dooly_core, m) {
       },
       py::arg("value_form"), py::arg("bindings"), "A dimension's value form evaluated at a sweep point's bindings.");
   m.def("profile_plan", &profile_plan, py::arg("db"), py::arg("traces"), py::arg("grid"), py::arg("provenance_id"),
-        py::arg("shard") = "0/1", py::arg("retry_failed") = false,
+        py::arg("shard") = "0/1", py::arg("retry_failed") = false, py::arg("require_energy") = true,
         "The profiling plan (docs/profile.md) as JSON text: units, points the store lacks, estimates.");
   py::class_<ProfileStore>(m, "ProfileStore")
       .def(py::init<const std::string&>())

@@ -40,7 +40,8 @@ TEST(Composition, ReproducesEveryTracedQuantityOfTheGoldenSteps) {
     for (size_t s = 0; s < 2; ++s) {
       const auto traced = traced_quantities(t.steps[s]);
       ASSERT_FALSE(traced.empty());
-      for (const auto& [name, value] : traced) EXPECT_EQ(comps[s]->value_of(name), value) << model << " step " << s << " " << name;
+      for (const auto& [name, value] : traced)
+        EXPECT_EQ(comps[s]->value_of(name), value) << model << " step " << s << " " << name;
     }
   }
 }

@@ -61,9 +61,7 @@ TEST(Grid, BadFieldsAreNamed) {
   EXPECT_NE(error_of(no_comp).find("missing field 'compositions'"), std::string::npos);
 }
 
-TEST(Grid, MissingOrBrokenFile) {
-  EXPECT_THROW(read_grid("/nonexistent/grid.json"), InputError);
-}
+TEST(Grid, MissingOrBrokenFile) { EXPECT_THROW(read_grid("/nonexistent/grid.json"), InputError); }
 
 }  // namespace
 }  // namespace dooly::plan

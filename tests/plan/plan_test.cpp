@@ -55,7 +55,7 @@ TEST(Plan, OneUnitPerOpSignatureWithPointsByWhatItDependsOn) {
       EXPECT_EQ(u.point_class, "compositions");
       EXPECT_EQ(u.op_class, "attention");
     }
-    for (const auto& [k, v] : u.fixed) EXPECT_EQ(k == "CACHE_SLOTS" ? v : 85248, 85248);  // the traces' 331 x 256
+    for (const auto& [k, v] : u.fixed) EXPECT_EQ(v, limits_of(f.traces[u.trace]).at(k)) << k;  // the trace's limits
     // largest first, keys distinct and canonical
     std::set<std::string> keys;
     for (const PointPlan& pt : u.points) {
@@ -87,17 +87,25 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   Fixture f;
   const int64_t ctx = upsert_measurement_context(f.db, json{{"gpu_name", "test"}});
   Plan p = f.plan(ctx);
-  const UnitPlan& u = p.units.front();
-  ASSERT_GE(u.points.size(), 2u);
+  const UnitPlan& u =
+      *std::find_if(p.units.begin(), p.units.end(), [](const UnitPlan& x) { return x.points.size() >= 3; });
   json pt = {{"key", u.points[0].key}, {"bindings", u.points[0].bindings}};
-  commit_point(f.db, {{"signature", u.hash}, {"provenance_id", ctx}, {"point", pt}, {"status", "ok"},
-                      {"repetitions", 5}, {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}},
+  commit_point(f.db, {{"signature", u.hash},
+                      {"provenance_id", ctx},
+                      {"point", pt},
+                      {"status", "ok"},
+                      {"repetitions", 5},
+                      {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}},
                       {"energy", {{"j", 0.01}, {"hw_j", 0.001}}}});
   json pt2 = {{"key", u.points[1].key}};
-  commit_point(f.db, {{"signature", u.hash}, {"provenance_id", ctx}, {"point", pt2}, {"status", "failed"},
+  commit_point(f.db, {{"signature", u.hash},
+                      {"provenance_id", ctx},
+                      {"point", pt2},
+                      {"status", "failed"},
                       {"reason", "RuntimeError: boom"}});
   const Plan again = f.plan(ctx);
-  const auto it = std::find_if(again.units.begin(), again.units.end(), [&](const UnitPlan& x) { return x.hash == u.hash; });
+  const auto it =
+      std::find_if(again.units.begin(), again.units.end(), [&](const UnitPlan& x) { return x.hash == u.hash; });
   ASSERT_NE(it, again.units.end());
   EXPECT_EQ(it->points_committed, 1);
   EXPECT_EQ(it->points_failed, 1);
@@ -106,6 +114,18 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   PlanOptions retry;
   retry.retry_failed = true;
   EXPECT_EQ(f.plan(ctx, retry).todo.points, p.todo.points - 1);
+  // An ok row without energy is measured again when energy is wanted (a run with a power source), not otherwise.
+  json pt3 = {{"key", u.points[2].key}};
+  commit_point(f.db, {{"signature", u.hash},
+                      {"provenance_id", ctx},
+                      {"point", pt3},
+                      {"status", "ok"},
+                      {"repetitions", 5},
+                      {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}}});
+  EXPECT_EQ(f.plan(ctx).todo.points, p.todo.points - 2);
+  PlanOptions time_only;
+  time_only.require_energy = false;
+  EXPECT_EQ(f.plan(ctx, time_only).todo.points, p.todo.points - 3);
   // Another measurement context holds nothing.
   const int64_t other = upsert_measurement_context(f.db, json{{"gpu_name", "other"}});
   EXPECT_EQ(f.plan(other).todo.points, p.todo.points);
@@ -121,11 +141,20 @@ TEST(Plan, AbsorbedAndUnrunnableSignaturesFollowTheirResolution) {
     if (!u.ancestors.empty() && u.name == "rsqrt") with_parent = &u;
   ASSERT_NE(with_parent, nullptr);
   const Ancestor& parent = with_parent->ancestors.front();
-  commit_resolution(f.db, {{"signature", with_parent->hash}, {"provenance_id", ctx}, {"unit", parent.hash}, {"level", 1},
-                           {"status", "absorbed"}, {"attempts", json::array({{{"unit", with_parent->hash}, {"level", 0}, {"error", "RuntimeError: x"}}})}});
+  commit_resolution(
+      f.db, {{"signature", with_parent->hash},
+             {"provenance_id", ctx},
+             {"unit", parent.hash},
+             {"level", 1},
+             {"status", "absorbed"},
+             {"attempts", json::array({{{"unit", with_parent->hash}, {"level", 0}, {"error", "RuntimeError: x"}}})}});
   const UnitPlan& other = p.units.back();
-  commit_resolution(f.db, {{"signature", other.hash}, {"provenance_id", ctx}, {"unit", nullptr}, {"level", 0},
-                           {"status", "unrunnable"}, {"attempts", json::array({{{"unit", other.hash}, {"level", 0}, {"error", "Timeout: t"}}})}});
+  commit_resolution(f.db, {{"signature", other.hash},
+                           {"provenance_id", ctx},
+                           {"unit", nullptr},
+                           {"level", 0},
+                           {"status", "unrunnable"},
+                           {"attempts", json::array({{{"unit", other.hash}, {"level", 0}, {"error", "Timeout: t"}}})}});
   const Plan again = f.plan(ctx);
   bool module_unit = false;
   for (const UnitPlan& u : again.units) {

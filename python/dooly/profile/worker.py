@@ -157,7 +157,7 @@ class Worker:
 
     def plan(self) -> dict:
         return json.loads(self.core.profile_plan(self.args.db, self.args.traces, self.args.grid, self.provenance,
-                                                 self.args.shard, self.args.retry_failed))
+                                                 self.args.shard, self.args.retry_failed, self.meter is not None))
 
     # ---- the finder
     def unit_at_level(self, unit: dict, level: int):

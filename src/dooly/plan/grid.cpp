@@ -65,7 +65,8 @@ std::vector<Composition> Grid::compositions() const {
 }
 
 Grid parse_grid(const json& j, const std::string& origin) {
-  only_keys(j, {"version", "comment", "tokens", "tokens_by_class", "requests", "compositions", "bounds", "measure"}, origin);
+  only_keys(j, {"version", "comment", "tokens", "tokens_by_class", "requests", "compositions", "bounds", "measure"},
+            origin);
   if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() != kGridVersion)
     DOOLY_THROW(InputError, kFix, "{}: grid file version {} is not supported (this build reads version {})", origin,
                 j.contains("version") ? j.at("version").dump() : "(missing)", kGridVersion);
@@ -76,8 +77,7 @@ Grid parse_grid(const json& j, const std::string& origin) {
   if (j.contains("tokens_by_class")) {
     const json& c = j.at("tokens_by_class");
     if (!c.is_object()) DOOLY_THROW(InputError, kFix, "{}: tokens_by_class must be an object of lists", origin);
-    for (const auto& [cls, list] : c.items())
-      g.tokens_by_class[cls] = int_list(c, cls, origin + ": tokens_by_class");
+    for (const auto& [cls, list] : c.items()) g.tokens_by_class[cls] = int_list(c, cls, origin + ": tokens_by_class");
   }
   if (!j.contains("compositions")) DOOLY_THROW(InputError, kFix, "{}: missing field 'compositions'", origin);
   const json& c = j.at("compositions");

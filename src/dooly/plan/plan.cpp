@@ -333,9 +333,17 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
     add_totals(plan.aware, p.op_class, all);
     std::set<std::string> committed, failed;
     if (provenance_id > 0 && p.signature_id > 0) {
-      for (const std::string& k : store.point_keys(p.signature_id, provenance_id, false)) committed.insert(k);
+      const std::vector<std::string> ok = store.point_keys(p.signature_id, provenance_id, false);
+      const std::set<std::string> ok_keys(ok.begin(), ok.end());
+      if (options.require_energy) {
+        for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id))
+          if (m.status == store::MeasurementStatus::ok && m.energy_j && !m.point_key.empty())
+            committed.insert(m.point_key);
+      } else {
+        committed = ok_keys;
+      }
       for (const std::string& k : store.point_keys(p.signature_id, provenance_id, true))
-        if (!committed.count(k)) failed.insert(k);
+        if (!ok_keys.count(k)) failed.insert(k);  // an ok row without energy is neither: measured again
     }
     for (PointPlan& pt : all) {
       if (committed.count(pt.key)) {
@@ -426,6 +434,7 @@ json to_json(const Plan& plan) {
           {"shard", plan.options.shard},
           {"shards", plan.options.shards},
           {"retry_failed", plan.options.retry_failed},
+          {"require_energy", plan.options.require_energy},
           {"op_occurrences", plan.op_occurrences},
           {"op_signatures", plan.op_signatures},
           {"unresolved_units", plan.unresolved_units},

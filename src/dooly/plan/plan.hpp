@@ -70,6 +70,9 @@ struct PlanTotals {
 struct PlanOptions {
   int shard = 0, shards = 1;  // run units whose hash falls in this slice (deterministic)
   bool retry_failed = false;  // plan points stored as failed again
+  // A point counts as committed only with its energy (an ok row without it is measured again): what a run with a
+  // power source wants. The worker turns it off when it has none, so a CPU without RAPL does not loop.
+  bool require_energy = true;
 };
 
 struct Plan {
