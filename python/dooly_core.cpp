@@ -67,7 +67,7 @@ std::string collapsed_tree(const std::string& trace_json, size_t step_index, int
 
 std::string profile_plan(const std::string& db, const std::vector<std::string>& trace_paths,
                          const std::string& grid_path, int64_t provenance_id, const std::string& shard,
-                         bool retry_failed) {
+                         bool retry_failed, bool require_energy) {
   const plan::Grid grid = plan::read_grid(grid_path);
   plan::PlanOptions options = plan::parse_shard(shard);
   options.retry_failed = retry_failed;
