@@ -11,6 +11,8 @@
 #   BUDGET_S        seconds this command may take in all (default 540): tracing first, then profiling until
 #                   the deadline (no point starts after it); run the script again to go on
 #   GRID            the grid file (default data/grids/default.json)
+#   VALIDATE        N > 0: after profiling, check N stored points' energy against a 5 s counter reference
+#                   (scripts/gpu/validate_profile_energy.py; ~9 s a point, taken from the budget first)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -38,7 +40,8 @@ fi
 ls "$TR"/all/*.json | wc -l | sed 's/^/traces: /'
 
 # ---- profile until the deadline ---------------------------------------------------------------------------
-left=$(( BUDGET_S - ($(date +%s) - T0) - 30 ))
+VALIDATE=${VALIDATE:-0}
+left=$(( BUDGET_S - ($(date +%s) - T0) - 30 - VALIDATE * 10 ))
 [ "$left" -gt 30 ] || { echo "profile_corpus: no time left to profile (tracing took $(( $(date +%s) - T0 )) s)"; exit 0; }
 DOOLY_PROFILE_DEADLINE_S=$left python3 -m dooly.profile --db "$DB" --grid "$GRID" --device cuda \
   --plan-json "$OUT/plan.json" -- "$TR"/all/*.json 2>&1 | tail -c 200000 > "$OUT/profile.log"
@@ -50,6 +53,10 @@ c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 print("store:", dict(c.execute("SELECT status, count(*) FROM measurements GROUP BY status").fetchall()),
       "resolutions:", dict(c.execute("SELECT status, count(*) FROM resolutions GROUP BY status").fetchall()))
 PY
+if [ "$VALIDATE" -gt 0 ]; then
+  python3 scripts/gpu/validate_profile_energy.py --db "$DB" --plan "$OUT/plan.json" --traces "$TR/all" \
+    --points "$VALIDATE" --out "$OUT/energy-validation.json" 2>&1 | tee "$OUT/energy-validation.txt" | tail -4
+fi
 cp "$DB" "$OUT/"
 gzip -c "$OUT/plan.json" > "$OUT/plan.json.gz" 2>/dev/null && rm -f "$OUT/plan.json"
 echo "profile_corpus: $(( $(date +%s) - T0 )) s"
