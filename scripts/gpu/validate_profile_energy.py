@@ -51,7 +51,7 @@ def pick(db, n, rnd):
     with sqlite3.connect(db) as c:
         rows = c.execute(
             "SELECT s.hash, s.name, m.point_key, m.extra_json, m.latency_mean_s, m.energy_j FROM measurements m "
-            "JOIN signatures s ON s.id = m.signature_id WHERE m.status = 'ok' AND m.energy_j IS NOT NULL "
+            "JOIN signatures s ON s.id = m.signature_id WHERE m.status = 'ok' "
             "AND s.kind = 'op'").fetchall()
     long_ = [r for r in rows if r[4] >= 1e-3]
     short = [r for r in rows if 5e-5 <= r[4] < 1e-3]
@@ -133,13 +133,17 @@ def main():
         mine = again["energy"]["j"] if again["energy"] else None
         row = {"hash": h, "name": name, "point": key, "latency_s": again["latency_s"]["mean"],
                "long_latency_s": long_lat, "dooly_j": mine, "dooly_hw_j": again["energy"] and again["energy"]["hw_j"],
+               "dooly_trapezoid_j": again["energy"] and again["energy"].get("trapezoid_j"),
+               "trapezoid_error": ((again["energy"]["trapezoid_j"] - ref_j) / ref_j
+                                   if again["energy"] and again["energy"].get("trapezoid_j") else None),
                "stored_j": stored_j, "reference_j": ref_j, "idle_w": idle_w, "calls": calls, "graphed": graphed,
                "error": (mine - ref_j) / ref_j if mine else None,
                "stored_error": (stored_j - ref_j) / ref_j if stored_j else None}
         results.append(row)
-        print(f"{name:<30} {key:<40} lat {row['latency_s'] * 1e3:8.4f} ms  dooly {mine:.5g} J  stored {stored_j:.5g} J"
-              f"  ref {ref_j:.5g} J  err {100 * row['error']:+.2f} %  stored err {100 * row['stored_error']:+.2f} %",
-              flush=True)
+        stored = f"  stored err {100 * row['stored_error']:+.2f} %" if row["stored_error"] is not None else ""
+        trap = f" (trapezoid {100 * row['trapezoid_error']:+.2f} %)" if row["trapezoid_error"] is not None else ""
+        print(f"{name:<30} {key:<40} lat {row['latency_s'] * 1e3:8.4f} ms  dooly {mine} J  ref {ref_j:.5g} J  "
+              f"err {100 * (row['error'] or 0):+.2f} %{trap}{stored}", flush=True)
         unit.copies = []
         torch.cuda.empty_cache()
     json.dump({"baseline_w": baseline, "seconds": args.seconds, "points": results}, open(args.out, "w"), indent=1)

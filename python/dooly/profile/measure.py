@@ -200,7 +200,9 @@ class Timer:
                     return {"j": None, "note": f"below the resolution floor (window {total_j:.4g} J, idle over gaps "
                                                f"{idle_w * gaps_s:.4g} J)"}
                 hw = r.get("model_energy_hw_j")
-                return {"j": j, "hw_j": hw / calls if hw is not None else None,
+                trap_j = (r.get("energy_j", 0.0) - idle_w * gaps_s) / calls  # both figures kept: they are checked
+                return {"j": j, "hw_j": hw / calls if hw is not None else None, "trapezoid_j": trap_j,
+                        "readings": ch.get("model_fit", {}).get("samples"),
                         "avg_power_w": j * calls / busy_s if busy_s > 0 else None,
                         "method": "model" if model_j is not None else "trapezoid",
                         "channel": ch.get("name", ""), "window_s": r.get("time_s"), "idle_w": idle_w}

@@ -250,6 +250,8 @@ class Worker:
                 runner.prepare(point["bindings"], copies)
                 with self.torch.no_grad():
                     result = timer.run(runner)
+                if result.get("energy"):  # the store's columns take the figure; the rest of it goes to extra
+                    result["extra"]["energy"] = {k: v for k, v in result["energy"].items() if k not in ("j", "hw_j")}
                 self.commit(unit_hash, point, "ok", result=result,
                             extra={"copies": copies, "level": runner.level, "point_s": time.perf_counter() - t0})
             except Exception as e:  # noqa: BLE001 - a point's failure is stored with its reason; the run goes on
