@@ -29,7 +29,9 @@ TEST(Grid, TheShippedDefaultParses) {
   EXPECT_EQ(g.tokens.front(), 1);
   EXPECT_EQ(g.tokens.back(), 8192);
   EXPECT_GT(g.tokens_for("matmul").size(), g.tokens.size());
-  EXPECT_EQ(g.tokens_for("elementwise"), g.tokens);
+  EXPECT_EQ(g.tokens_for("reduce"), g.tokens);
+  EXPECT_LT(g.tokens_for("elementwise").size(), g.tokens.size());
+  EXPECT_LT(g.compositions_for("view").size(), g.compositions().size());
   EXPECT_GT(g.compositions().size(), 30u);
   EXPECT_EQ(g.sha256.size(), 64u);
   for (const Composition& c : g.compositions()) EXPECT_LE(c.num_tokens(), g.max_tokens);
@@ -40,6 +42,19 @@ TEST(Grid, MinimalGridAndDefaults) {
   ASSERT_EQ(g.compositions().size(), 1u);
   EXPECT_EQ(g.compositions()[0].num_requests(), 2);
   EXPECT_DOUBLE_EQ(g.measure.rel_ci, 0.01);
+}
+
+TEST(Grid, ACompositionStrideKeepsEveryKthAndTheLast) {
+  json j = minimal();
+  j["compositions"]["decode"] = json::parse(R"({"batch": [1, 2, 3, 4, 5, 6, 7, 8], "context": [16]})");
+  j["composition_stride_by_class"] = {{"view", 3}};
+  const Grid g = parse_grid(j, "g.json");
+  ASSERT_EQ(g.compositions_for("matmul").size(), 8u);
+  std::vector<int64_t> batches;
+  for (const Composition& c : g.compositions_for("view")) batches.push_back(c.num_requests());
+  EXPECT_EQ(batches, (std::vector<int64_t>{1, 4, 7, 8}));  // every third, and the largest
+  j["composition_stride_by_class"] = {{"view", 0}};
+  EXPECT_THROW(parse_grid(j, "g.json"), InputError);
 }
 
 TEST(Grid, BadFieldsAreNamed) {

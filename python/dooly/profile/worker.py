@@ -267,8 +267,9 @@ class Worker:
                     _say(f"{unit['name']} {unit_hash[:12]} {point['key']}: {describe_error(e)}")
             finally:
                 runner.copies = []
-                if self.device.type == "cuda":
-                    self.torch.cuda.empty_cache()
+                runner._graph = None
+                if ooms and self.device.type == "cuda":
+                    self.torch.cuda.empty_cache()  # after an out-of-memory point only: it costs a sync a point
             progress.step(point["estimated_s"])
         self.heartbeat.set({})
 

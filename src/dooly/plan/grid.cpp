@@ -64,8 +64,20 @@ std::vector<Composition> Grid::compositions() const {
   return out;
 }
 
+std::vector<Composition> Grid::compositions_for(const std::string& op_class) const {
+  std::vector<Composition> all = compositions();
+  auto it = composition_stride_by_class.find(op_class);
+  if (it == composition_stride_by_class.end() || it->second <= 1) return all;
+  std::vector<Composition> out;
+  for (size_t i = 0; i < all.size(); i += static_cast<size_t>(it->second)) out.push_back(all[i]);
+  if ((all.size() - 1) % static_cast<size_t>(it->second) != 0) out.push_back(all.back());
+  return out;
+}
+
 Grid parse_grid(const json& j, const std::string& origin) {
-  only_keys(j, {"version", "comment", "tokens", "tokens_by_class", "requests", "compositions", "bounds", "measure"},
+  only_keys(j,
+            {"version", "comment", "tokens", "tokens_by_class", "requests", "compositions",
+             "composition_stride_by_class", "bounds", "measure"},
             origin);
   if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() != kGridVersion)
     DOOLY_THROW(InputError, kFix, "{}: grid file version {} is not supported (this build reads version {})", origin,
@@ -105,6 +117,13 @@ Grid parse_grid(const json& j, const std::string& origin) {
           {positive(m.at("decodes"), mw + ".decodes"), positive(m.at("decode_context"), mw + ".decode_context"),
            positive(m.at("chunk"), mw + ".chunk"), positive(m.at("chunk_context"), mw + ".chunk_context", true)});
     }
+  }
+  if (j.contains("composition_stride_by_class")) {
+    const json& c = j.at("composition_stride_by_class");
+    if (!c.is_object())
+      DOOLY_THROW(InputError, kFix, "{}: composition_stride_by_class must be an object of integers", origin);
+    for (const auto& [cls, v] : c.items())
+      g.composition_stride_by_class[cls] = positive(v, origin + ": composition_stride_by_class." + cls);
   }
   if (j.contains("bounds")) {
     const json& b = j.at("bounds");

@@ -11,6 +11,7 @@
 //      "prefill": {"chunk": [...], "context": [...]},      one request: chunk new tokens after context cached ones
 //      "decode":  {"batch": [...], "context": [...]},      batch requests of one new token each after context
 //      "mixed":   [{"decodes": 8, "decode_context": 1024, "chunk": 256, "chunk_context": 0}, ...]},
+//    "composition_stride_by_class": {"view": 8},  every k-th composition (and the last) for these op classes
 //    "bounds": {"max_tokens": 8192, "max_kv_tokens": 262144},
 //    "measure": {"warmup_s": 0.02, "min_time_s": 0.15, "max_time_s": 2.0, "min_reps": 10, "rel_ci": 0.01,
 //                "point_timeout_s": 60}}
@@ -47,6 +48,7 @@ struct Grid {
   std::vector<int64_t> prefill_chunk, prefill_context;
   std::vector<int64_t> decode_batch, decode_context;
   std::vector<MixedPoint> mixed;
+  std::map<std::string, int64_t> composition_stride_by_class;
   int64_t max_tokens = 8192;
   int64_t max_kv_tokens = 262144;
   MeasureSettings measure;
@@ -59,6 +61,8 @@ struct Grid {
   }
   // Every composition of the "compositions" section, bounded by max_tokens and max_kv_tokens, in file order.
   std::vector<Composition> compositions() const;
+  // The compositions an op class is swept over: every one, or every k-th (and the last) where a stride is set.
+  std::vector<Composition> compositions_for(const std::string& op_class) const;
 };
 
 Grid parse_grid(const nlohmann::json& j, const std::string& origin);

@@ -90,7 +90,7 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
     for (int64_t r : grid.requests) comps.push_back({std::vector<RequestSlice>(static_cast<size_t>(r), {1, 1})});
   } else {
     point_class = "compositions";
-    comps = grid.compositions();
+    comps = grid.compositions_for(s.op_class);
   }
   // Quantities equal where the unit was traced stay equal: in a step without cache reads KV_TOKS is NUM_TOKS, and
   // an op traced there (its mask labelled by the one, its keys by the other) cannot run where they differ.
