@@ -178,3 +178,14 @@ def test_a_grid_with_an_unknown_field_is_refused_before_any_work(tmp_path):
     r = profile(tmp_path / "x.sqlite", grid=bad, check=False)
     assert r.returncode == 2 and "measure: unknown field 'warmup_reps'" in r.stderr, r.stderr
     assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_kernel_check_classifies_launched_against_traced_kernels():
+    from dooly.profile.units import compare_kernels
+
+    assert compare_kernels(["a", "b"], ["b", "a"])[0] == "same"
+    status, detail = compare_kernels(["a"], ["a", "copy"])
+    assert status == "superset" and "copy" in detail
+    assert compare_kernels(["a", "b"], ["a"])[0] == "subset"
+    assert compare_kernels(["a"], ["z"])[0] == "disjoint"
+    assert compare_kernels([], ["z"])[0] == "untraced"

@@ -223,6 +223,32 @@ def output_shapes(out) -> list[list[int]]:
     return shapes
 
 
+def compare_kernels(traced: list[str], launched: list[str]) -> tuple[str, str]:
+    """Does the isolated unit launch the kernels the trace saw? ('same' | 'superset' | 'subset' | 'disjoint' |
+    'untraced', a one-line detail). A superset is a warning (the unit does a little more, e.g. a copy of its
+    inputs); a disjoint set is an error: the isolated unit is not the traced work."""
+    t, got = set(traced), set(launched)
+    if not t:
+        return "untraced", f"{len(got)} kernels launched, none recorded in the trace"
+    if t == got:
+        return "same", ""
+    if got > t:
+        return "superset", "also launched: " + ", ".join(sorted(got - t))[:300]
+    if got & t:
+        return "subset", "not launched: " + ", ".join(sorted(t - got))[:300]
+    return "disjoint", f"launched {sorted(got)[:3]}, traced {sorted(t)[:3]}"[:300]
+
+
+def launched_kernels(fn) -> list[str]:
+    """The CUDA kernels one call of fn launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+
+
 def describe_error(e: BaseException) -> str:
     """'<Type>: <last line of the message>' — what the store keeps of a failure."""
     lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]

@@ -192,6 +192,14 @@ class Worker:
             got = output_shapes(out)
             if got != want:
                 raise UnitError(f"isolation does not reproduce the trace: outputs {got}, traced {want}")
+        runner.kernel_check = None
+        if self.device.type == "cuda" and isinstance(getattr(runner, "op", None), dict) and bindings is None:
+            from .units import compare_kernels, launched_kernels
+
+            status, detail = compare_kernels(runner.op.get("kernels", []), launched_kernels(runner.call))
+            if status == "disjoint":
+                raise UnitError(f"isolation launches other kernels than the trace: {detail}")
+            runner.kernel_check = {"status": status, "detail": detail}
 
     def resolve(self, unit: dict) -> tuple[str, int, str | None, list]:
         """('runs'|'absorbed'|'unrunnable', level, unit hash, attempts): the op at its traced sizes, then each
@@ -208,6 +216,7 @@ class Worker:
                                     "provenance_id": self.provenance})
                 self.try_run(runner, None)
                 status = "runs" if level == 0 else "absorbed"
+                self.resolved_runner = runner
                 return status, level, h, attempts
             except Exception as e:  # noqa: BLE001 - every failure is recorded with its reason
                 if is_gpu_fault(e):
@@ -253,7 +262,8 @@ class Worker:
                 if result.get("energy"):  # the store's columns take the figure; the rest of it goes to extra
                     result["extra"]["energy"] = {k: v for k, v in result["energy"].items() if k not in ("j", "hw_j")}
                 self.commit(unit_hash, point, "ok", result=result,
-                            extra={"copies": copies, "level": runner.level, "point_s": time.perf_counter() - t0})
+                            extra={"copies": copies, "level": runner.level, "point_s": time.perf_counter() - t0,
+                                   "kernels": getattr(runner, "kernel_check", None)})
             except Exception as e:  # noqa: BLE001 - a point's failure is stored with its reason; the run goes on
                 if is_gpu_fault(e):
                     self.commit(unit_hash, point, "failed", describe_error(e))
@@ -306,7 +316,10 @@ class Worker:
                         for p in unit["points"]:
                             progress.step(p["estimated_s"])
                         continue
-                runner, unit_hash = self.unit_at_level(unit, level)
+                if unit["resolution"] == "unresolved" and level == 0:
+                    runner = self.resolved_runner  # the one just tried: it carries the kernel check
+                else:
+                    runner, unit_hash = self.unit_at_level(unit, level)
                 self.measure_unit(unit, runner, unit_hash, progress, settings)
             progress.close()
             passes += 1

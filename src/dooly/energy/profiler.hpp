@@ -106,7 +106,7 @@ class Profiler {
   std::vector<bool> channel_dead_;
   std::string last_poll_error_;
   std::atomic<bool> running_{false};
-  bool ran_ = false;  // a run was started before: the next start gets a fresh attributor
+  bool ran_ = false;                     // a run was started before: the next start gets a fresh attributor
   std::atomic<int64_t> poll_cpu_ns_{0};  // sampler thread CPU spent in session_->poll
   int64_t start_ns_ = 0;
 };
