@@ -74,25 +74,9 @@ std::vector<Composition> Grid::compositions_for(const std::string& op_class) con
   return out;
 }
 
-Grid parse_grid(const json& j, const std::string& origin) {
-  only_keys(j,
-            {"version", "comment", "tokens", "tokens_by_class", "requests", "compositions",
-             "composition_stride_by_class", "bounds", "measure"},
-            origin);
-  if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() != kGridVersion)
-    DOOLY_THROW(InputError, kFix, "{}: grid file version {} is not supported (this build reads version {})", origin,
-                j.contains("version") ? j.at("version").dump() : "(missing)", kGridVersion);
-  Grid g;
-  g.origin = origin;
-  g.tokens = int_list(j, "tokens", origin);
-  g.requests = int_list(j, "requests", origin);
-  if (j.contains("tokens_by_class")) {
-    const json& c = j.at("tokens_by_class");
-    if (!c.is_object()) DOOLY_THROW(InputError, kFix, "{}: tokens_by_class must be an object of lists", origin);
-    for (const auto& [cls, list] : c.items()) g.tokens_by_class[cls] = int_list(c, cls, origin + ": tokens_by_class");
-  }
-  if (!j.contains("compositions")) DOOLY_THROW(InputError, kFix, "{}: missing field 'compositions'", origin);
-  const json& c = j.at("compositions");
+namespace {
+
+void parse_compositions(const json& c, const std::string& origin, Grid& g) {
   const std::string cw = origin + ": compositions";
   only_keys(c, {"prefill", "decode", "mixed"}, cw);
   if (c.contains("prefill")) {
@@ -105,26 +89,65 @@ Grid parse_grid(const json& j, const std::string& origin) {
     g.decode_batch = int_list(c.at("decode"), "batch", cw + ".decode");
     g.decode_context = int_list(c.at("decode"), "context", cw + ".decode");
   }
-  if (c.contains("mixed")) {
-    if (!c.at("mixed").is_array()) DOOLY_THROW(InputError, kFix, "{}.mixed: must be a list", cw);
-    for (size_t i = 0; i < c.at("mixed").size(); ++i) {
-      const json& m = c.at("mixed")[i];
-      const std::string mw = fmt::format("{}.mixed[{}]", cw, i);
-      only_keys(m, {"decodes", "decode_context", "chunk", "chunk_context"}, mw);
-      for (const char* k : {"decodes", "decode_context", "chunk", "chunk_context"})
-        if (!m.contains(k)) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", mw, k);
-      g.mixed.push_back(
-          {positive(m.at("decodes"), mw + ".decodes"), positive(m.at("decode_context"), mw + ".decode_context"),
-           positive(m.at("chunk"), mw + ".chunk"), positive(m.at("chunk_context"), mw + ".chunk_context", true)});
-    }
+  if (!c.contains("mixed")) return;
+  if (!c.at("mixed").is_array()) DOOLY_THROW(InputError, kFix, "{}.mixed: must be a list", cw);
+  for (size_t i = 0; i < c.at("mixed").size(); ++i) {
+    const json& m = c.at("mixed")[i];
+    const std::string mw = fmt::format("{}.mixed[{}]", cw, i);
+    only_keys(m, {"decodes", "decode_context", "chunk", "chunk_context"}, mw);
+    for (const char* k : {"decodes", "decode_context", "chunk", "chunk_context"})
+      if (!m.contains(k)) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", mw, k);
+    g.mixed.push_back({positive(m.at("decodes"), mw + ".decodes"),
+                       positive(m.at("decode_context"), mw + ".decode_context"), positive(m.at("chunk"), mw + ".chunk"),
+                       positive(m.at("chunk_context"), mw + ".chunk_context", true)});
   }
-  if (j.contains("composition_stride_by_class")) {
-    const json& c = j.at("composition_stride_by_class");
-    if (!c.is_object())
-      DOOLY_THROW(InputError, kFix, "{}: composition_stride_by_class must be an object of integers", origin);
-    for (const auto& [cls, v] : c.items())
-      g.composition_stride_by_class[cls] = positive(v, origin + ": composition_stride_by_class." + cls);
-  }
+}
+
+// An object of op class -> value, each checked by `one`.
+template <typename F>
+void by_class(const json& j, const char* key, const std::string& origin, F one) {
+  if (!j.contains(key)) return;
+  const json& c = j.at(key);
+  if (!c.is_object()) DOOLY_THROW(InputError, kFix, "{}: {} must be an object keyed by op class", origin, key);
+  for (const auto& [cls, v] : c.items()) one(cls, v, fmt::format("{}: {}.{}", origin, key, cls));
+}
+
+void parse_measure(const json& m, const std::string& origin, MeasureSettings& s) {
+  const std::string mw = origin + ": measure";
+  only_keys(m, {"warmup_s", "min_time_s", "max_time_s", "min_reps", "rel_ci", "point_timeout_s"}, mw);
+  s.warmup_s = number(m, "warmup_s", s.warmup_s, mw, 0, 60);
+  s.min_time_s = number(m, "min_time_s", s.min_time_s, mw, 0, 600);
+  s.max_time_s = number(m, "max_time_s", s.max_time_s, mw, 0, 3600);
+  s.min_reps = m.contains("min_reps") ? positive(m.at("min_reps"), mw + ".min_reps") : s.min_reps;
+  s.rel_ci = number(m, "rel_ci", s.rel_ci, mw, 1e-4, 1);
+  s.point_timeout_s = number(m, "point_timeout_s", s.point_timeout_s, mw, 1, 86400);
+  if (s.max_time_s < s.min_time_s)
+    DOOLY_THROW(InputError, kFix, "{}: max_time_s {} is below min_time_s {}", mw, s.max_time_s, s.min_time_s);
+}
+
+}  // namespace
+
+Grid parse_grid(const json& j, const std::string& origin) {
+  only_keys(j,
+            {"version", "comment", "tokens", "tokens_by_class", "requests", "compositions",
+             "composition_stride_by_class", "bounds", "measure"},
+            origin);
+  if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() != kGridVersion)
+    DOOLY_THROW(InputError, kFix, "{}: grid file version {} is not supported (this build reads version {})", origin,
+                j.contains("version") ? j.at("version").dump() : "(missing)", kGridVersion);
+  Grid g;
+  g.origin = origin;
+  g.tokens = int_list(j, "tokens", origin);
+  g.requests = int_list(j, "requests", origin);
+  by_class(j, "tokens_by_class", origin, [&](const std::string& cls, const json&, const std::string&) {
+    g.tokens_by_class[cls] = int_list(j.at("tokens_by_class"), cls, origin + ": tokens_by_class");
+  });
+  by_class(j, "composition_stride_by_class", origin,
+           [&](const std::string& cls, const json& v, const std::string& where) {
+             g.composition_stride_by_class[cls] = positive(v, where);
+           });
+  if (!j.contains("compositions")) DOOLY_THROW(InputError, kFix, "{}: missing field 'compositions'", origin);
+  parse_compositions(j.at("compositions"), origin, g);
   if (j.contains("bounds")) {
     const json& b = j.at("bounds");
     only_keys(b, {"max_tokens", "max_kv_tokens"}, origin + ": bounds");
@@ -132,25 +155,12 @@ Grid parse_grid(const json& j, const std::string& origin) {
     if (b.contains("max_kv_tokens"))
       g.max_kv_tokens = positive(b.at("max_kv_tokens"), origin + ": bounds.max_kv_tokens");
   }
-  if (j.contains("measure")) {
-    const json& m = j.at("measure");
-    const std::string mw = origin + ": measure";
-    only_keys(m, {"warmup_s", "min_time_s", "max_time_s", "min_reps", "rel_ci", "point_timeout_s"}, mw);
-    MeasureSettings& s = g.measure;
-    s.warmup_s = number(m, "warmup_s", s.warmup_s, mw, 0, 60);
-    s.min_time_s = number(m, "min_time_s", s.min_time_s, mw, 0, 600);
-    s.max_time_s = number(m, "max_time_s", s.max_time_s, mw, 0, 3600);
-    s.min_reps = m.contains("min_reps") ? positive(m.at("min_reps"), mw + ".min_reps") : s.min_reps;
-    s.rel_ci = number(m, "rel_ci", s.rel_ci, mw, 1e-4, 1);
-    s.point_timeout_s = number(m, "point_timeout_s", s.point_timeout_s, mw, 1, 86400);
-    if (s.max_time_s < s.min_time_s)
-      DOOLY_THROW(InputError, kFix, "{}: max_time_s {} is below min_time_s {}", mw, s.max_time_s, s.min_time_s);
-  }
-  if (g.compositions().empty() && (!g.prefill_chunk.empty() || !g.decode_batch.empty() || !g.mixed.empty()))
+  if (j.contains("measure")) parse_measure(j.at("measure"), origin, g.measure);
+  if (g.prefill_chunk.empty() && g.decode_batch.empty() && g.mixed.empty())
+    DOOLY_THROW(InputError, kFix, "{}: compositions: at least one of prefill, decode, mixed is needed", origin);
+  if (g.compositions().empty())
     DOOLY_THROW(InputError, kFix, "{}: every composition exceeds the bounds (max_tokens {}, max_kv_tokens {})", origin,
                 g.max_tokens, g.max_kv_tokens);
-  if (g.compositions().empty())
-    DOOLY_THROW(InputError, kFix, "{}: compositions: at least one of prefill, decode, mixed is needed", origin);
   return g;
 }
 

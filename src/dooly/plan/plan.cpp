@@ -76,7 +76,8 @@ double estimate_s(const MeasureSettings& m, double bytes) {
   return m.warmup_s + std::max(m.min_time_s, static_cast<double>(m.min_reps) * latency_s) + 0.03;
 }
 
-std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& point_class) {
+// The compositions a unit is swept over, by the step quantities it depends on.
+std::vector<Composition> compositions_of(const Sig& s, const Grid& grid, std::string& point_class) {
   std::vector<Composition> comps;
   if (s.swept.empty()) {
     point_class = "fixed";
@@ -92,39 +93,51 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
     point_class = "compositions";
     comps = grid.compositions_for(s.op_class);
   }
-  // Quantities equal where the unit was traced stay equal: in a step without cache reads KV_TOKS is NUM_TOKS, and
-  // an op traced there (its mask labelled by the one, its keys by the other) cannot run where they differ.
+  return comps;
+}
+
+// Quantities equal where the unit was traced stay equal: in a step without cache reads KV_TOKS is NUM_TOKS, and an op
+// traced there (its mask labelled by the one, its keys by the other) cannot run where they differ.
+std::vector<std::pair<std::string, std::string>> traced_equalities(const Sig& s) {
   std::vector<std::pair<std::string, std::string>> equal;
   for (auto a = s.traced.begin(); a != s.traced.end(); ++a)
     for (auto b = std::next(a); b != s.traced.end(); ++b)
       if (a->second == b->second && s.swept.count(a->first) && s.swept.count(b->first))
         equal.emplace_back(a->first, b->first);
+  return equal;
+}
+
+PointPlan point_at(const Sig& s, Composition c, const MeasureSettings& measure) {
+  PointPlan p;
+  json key = json::object();
+  for (const std::string& v : s.swept) {
+    const int64_t value = *c.value_of(v);  // swept holds step quantities only (classify_variables)
+    key[v] = value;
+    p.bindings[v] = value;
+  }
+  for (const auto& [k, v] : s.fixed) p.bindings[k] = v;
+  p.key = key.dump();
+  const Resolver resolve = [&](const std::string& name) -> std::optional<int64_t> {
+    auto it = p.bindings.find(name);
+    return it != p.bindings.end() ? std::optional<int64_t>(it->second) : c.value_of(name);
+  };
+  double bytes = 0;
+  for (const trace::OpRecord* op : s.ops) bytes += bytes_at(*op, resolve);
+  p.estimated_s = estimate_s(measure, bytes);
+  p.composition = std::move(c);
+  return p;
+}
+
+std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& point_class) {
+  const auto equal = traced_equalities(s);
   std::vector<PointPlan> points;
   std::set<std::string> keys;
-  for (Composition& c : comps) {
-    bool keep = true;
-    for (const auto& [x, y] : equal) keep = keep && c.value_of(x) == c.value_of(y);
+  for (Composition& c : compositions_of(s, grid, point_class)) {
+    const bool keep = std::all_of(equal.begin(), equal.end(),
+                                  [&](const auto& xy) { return c.value_of(xy.first) == c.value_of(xy.second); });
     if (!keep) continue;
-    PointPlan p;
-    json key = json::object();
-    for (const std::string& v : s.swept) {
-      const std::optional<int64_t> value = c.value_of(v);
-      key[v] = *value;  // swept holds step quantities only (classify_variables)
-      p.bindings[v] = *value;
-    }
-    for (const auto& [k, v] : s.fixed) p.bindings[k] = v;
-    p.key = key.dump();
-    if (!keys.insert(p.key).second) continue;
-    const Resolver resolve = [&](const std::string& name) -> std::optional<int64_t> {
-      auto it = p.bindings.find(name);
-      if (it != p.bindings.end()) return it->second;
-      return c.value_of(name);
-    };
-    double bytes = 0;
-    for (const trace::OpRecord* op : s.ops) bytes += bytes_at(*op, resolve);
-    p.estimated_s = estimate_s(grid.measure, bytes);
-    p.composition = std::move(c);
-    points.push_back(std::move(p));
+    PointPlan p = point_at(s, std::move(c), grid.measure);
+    if (keys.insert(p.key).second) points.push_back(std::move(p));
   }
   // Largest first: an out-of-memory point then trims what lies beyond it before time is spent there.
   auto size_of = [](const PointPlan& p) {
@@ -209,6 +222,154 @@ PlanOptions parse_shard(const std::string& text, PlanOptions options) {
   return options;
 }
 
+namespace {
+
+// Every distinct signature of a set of traces, with where it first occurs and what it depends on.
+struct Collected {
+  std::unordered_map<std::string, size_t> index;  // hash -> sigs
+  std::vector<Sig> sigs;
+  std::vector<std::vector<std::string>> trace_ops;  // distinct op hashes per trace, first-seen order
+  int64_t op_occurrences = 0;
+};
+
+Sig make_sig(const trace::CallTree& tree, const std::vector<signature::Signed>& signed_nodes,
+             std::vector<const trace::OpRecord*> ops, const Limits& limits, NodeRef where) {
+  const trace::Node& node = tree.nodes[where.node];
+  Sig s;
+  s.hash = signed_nodes[where.node].hash;
+  s.name = signed_nodes[where.node].name;
+  s.is_op = node.type == trace::Node::Type::op;
+  s.op_class = !s.is_op ? "module" : node.op->op == "scaled_dot_product_attention" ? "attention" : node.op->rule;
+  s.where = where;
+  s.call = node.call;
+  s.ops = std::move(ops);
+  for (size_t p = node.parent; p != SIZE_MAX && p > 0; p = tree.nodes[p].parent)
+    s.ancestors.push_back({signed_nodes[p].hash, signed_nodes[p].name, tree.nodes[p].call});
+  std::vector<std::string> swept;
+  for (const trace::OpRecord* op : s.ops) {
+    std::vector<const trace::DimLabel*> forms;
+    forms_of(*op, forms);
+    for (const trace::DimLabel* d : forms) {
+      classify_variables(d->value_form, swept, s.fixed, limits);
+      if (is_step_quantity(d->value_form)) s.traced[d->value_form] = d->value;
+    }
+  }
+  s.swept.insert(swept.begin(), swept.end());
+  return s;
+}
+
+void collect_step(const trace::Trace& tr, size_t ti, size_t si, const Limits& limits, Collected& c,
+                  std::set<std::string>& seen_here) {
+  const trace::CallTree tree = trace::build_call_tree(tr, tr.steps[si]);
+  const std::vector<signature::Signed> signed_nodes = signature::sign_tree(tree);
+  // Subtree ops per node (children have larger indices than parents: walk backwards).
+  std::vector<std::vector<const trace::OpRecord*>> subtree(tree.nodes.size());
+  for (size_t n = tree.nodes.size(); n-- > 1;) {
+    const trace::Node& node = tree.nodes[n];
+    if (node.op) subtree[n].push_back(node.op);
+    if (node.parent != SIZE_MAX && node.parent > 0)
+      subtree[node.parent].insert(subtree[node.parent].end(), subtree[n].begin(), subtree[n].end());
+  }
+  for (size_t n = 1; n < tree.nodes.size(); ++n) {
+    auto [it, fresh] = c.index.emplace(signed_nodes[n].hash, c.sigs.size());
+    if (fresh) c.sigs.push_back(make_sig(tree, signed_nodes, subtree[n], limits, {ti, si, n}));
+    Sig& s = c.sigs[it->second];
+    if (!s.is_op) continue;
+    ++s.occurrences;
+    ++c.op_occurrences;
+    if (seen_here.insert(s.hash).second) c.trace_ops[ti].push_back(s.hash);
+  }
+}
+
+Collected collect(const std::vector<trace::Trace>& traces) {
+  Collected c;
+  c.trace_ops.resize(traces.size());
+  for (size_t ti = 0; ti < traces.size(); ++ti) {
+    const Limits limits = limits_of(traces[ti]);
+    std::set<std::string> seen_here;
+    for (size_t si = 0; si < traces[ti].steps.size(); ++si) collect_step(traces[ti], ti, si, limits, c, seen_here);
+  }
+  return c;
+}
+
+// Which unit measures op signature `s` under the context: itself, or the module a stored resolution says absorbs
+// it; nullopt when it is stored as unrunnable (then it goes to `uncovered`).
+struct UnitChoice {
+  std::string unit_hash;
+  std::string resolution = "unresolved";
+  int64_t signature_id = 0;
+};
+std::optional<UnitChoice> unit_for(store::Store& store, const Sig& s, int64_t provenance_id,
+                                   std::vector<Uncovered>& uncovered) {
+  UnitChoice c{s.hash};
+  const auto stored = store.find_signature(s.hash);
+  if (!stored) return c;
+  c.signature_id = stored->id;
+  if (provenance_id <= 0) return c;
+  const auto r = store.resolution_of(stored->id, provenance_id);
+  if (!r) return c;
+  if (r->status == store::ResolutionStatus::unrunnable) {
+    uncovered.push_back({s.hash, s.name, r->attempts_json, s.occurrences});
+    return std::nullopt;
+  }
+  c.resolution = r->status == store::ResolutionStatus::absorbed ? "absorbed" : "runs";
+  if (r->unit_signature_id && *r->unit_signature_id != stored->id)
+    for (const Ancestor& a : s.ancestors)
+      if (auto u = store.find_signature(a.hash); u && u->id == *r->unit_signature_id) c.unit_hash = a.hash;
+  return c;
+}
+
+UnitPlan make_unit(store::Store& store, const Sig& u, const Sig& first_op, const UnitChoice& choice) {
+  UnitPlan p;
+  p.hash = u.hash;
+  p.name = u.name;
+  p.is_op = u.is_op;
+  p.op_class = u.is_op ? u.op_class : first_op.op_class;
+  p.signature_id = u.is_op ? choice.signature_id : 0;
+  if (!u.is_op)
+    if (auto stored = store.find_signature(u.hash)) p.signature_id = stored->id;
+  p.trace = u.where.trace;
+  p.step = u.where.step;
+  p.seq = u.is_op ? u.ops.front()->seq : -1;
+  p.call = u.is_op ? -1 : u.call;
+  p.ancestors = u.ancestors;
+  p.swept.assign(u.swept.begin(), u.swept.end());
+  p.fixed = u.fixed;
+  p.resolution = u.is_op ? choice.resolution : "absorbed";
+  p.occurrences = first_op.occurrences;
+  return p;
+}
+
+// Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure.
+void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, int64_t provenance_id,
+                  const PlanOptions& options) {
+  std::set<std::string> committed, failed;
+  if (provenance_id > 0 && p.signature_id > 0) {
+    const std::vector<std::string> ok = store.point_keys(p.signature_id, provenance_id, false);
+    const std::set<std::string> ok_keys(ok.begin(), ok.end());
+    if (options.require_energy) {
+      for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id))
+        if (m.status == store::MeasurementStatus::ok && m.energy_j && !m.point_key.empty())
+          committed.insert(m.point_key);
+    } else {
+      committed = ok_keys;
+    }
+    for (const std::string& k : store.point_keys(p.signature_id, provenance_id, true))
+      if (!ok_keys.count(k)) failed.insert(k);  // an ok row without energy is neither: measured again
+  }
+  for (PointPlan& pt : all) {
+    if (committed.count(pt.key)) {
+      ++p.points_committed;
+    } else if (failed.count(pt.key) && !options.retry_failed) {
+      ++p.points_failed;
+    } else {
+      p.points.push_back(std::move(pt));
+    }
+  }
+}
+
+}  // namespace
+
 Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths,
                 const std::vector<trace::Trace>& traces, const Grid& grid, int64_t provenance_id,
                 const PlanOptions& options) {
@@ -219,150 +380,36 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
   plan.measure = grid.measure;
   plan.provenance_id = provenance_id;
   plan.options = options;
+  const Collected c = collect(traces);
+  plan.op_occurrences = c.op_occurrences;
 
-  std::unordered_map<std::string, size_t> index;  // hash -> sigs
-  std::vector<Sig> sigs;
-  std::vector<std::vector<std::string>> trace_ops(traces.size());  // distinct op hashes per trace, first-seen order
-
-  for (size_t ti = 0; ti < traces.size(); ++ti) {
-    const trace::Trace& tr = traces[ti];
-    const Limits limits = limits_of(tr);
-    std::set<std::string> seen_here;
-    for (size_t si = 0; si < tr.steps.size(); ++si) {
-      const trace::CallTree tree = trace::build_call_tree(tr, tr.steps[si]);
-      const std::vector<signature::Signed> signed_nodes = signature::sign_tree(tree);
-      // Subtree ops per node (children have larger indices than parents: walk backwards).
-      std::vector<std::vector<const trace::OpRecord*>> subtree(tree.nodes.size());
-      for (size_t n = tree.nodes.size(); n-- > 1;) {
-        const trace::Node& node = tree.nodes[n];
-        if (node.op) subtree[n].push_back(node.op);
-        if (node.parent != SIZE_MAX && node.parent > 0)
-          subtree[node.parent].insert(subtree[node.parent].end(), subtree[n].begin(), subtree[n].end());
-      }
-      for (size_t n = 1; n < tree.nodes.size(); ++n) {
-        const trace::Node& node = tree.nodes[n];
-        const signature::Signed& sg = signed_nodes[n];
-        auto [it, fresh] = index.emplace(sg.hash, sigs.size());
-        if (fresh) {
-          Sig s;
-          s.hash = sg.hash;
-          s.name = sg.name;
-          s.is_op = node.type == trace::Node::Type::op;
-          s.op_class =
-              s.is_op ? (node.op->op == "scaled_dot_product_attention" ? "attention" : node.op->rule) : "module";
-          s.where = {ti, si, n};
-          s.call = node.call;
-          s.ops = subtree[n];
-          for (size_t p = node.parent; p != SIZE_MAX && p > 0; p = tree.nodes[p].parent)
-            s.ancestors.push_back({signed_nodes[p].hash, signed_nodes[p].name, tree.nodes[p].call});
-          std::vector<std::string> swept;
-          for (const trace::OpRecord* op : s.ops) {
-            std::vector<const trace::DimLabel*> forms;
-            forms_of(*op, forms);
-            for (const trace::DimLabel* d : forms) {
-              classify_variables(d->value_form, swept, s.fixed, limits);
-              if (is_step_quantity(d->value_form)) s.traced[d->value_form] = d->value;
-            }
-          }
-          s.swept.insert(swept.begin(), swept.end());
-          sigs.push_back(std::move(s));
-        }
-        Sig& s = sigs[it->second];
-        if (s.is_op) {
-          ++s.occurrences;
-          ++plan.op_occurrences;
-          if (seen_here.insert(s.hash).second) trace_ops[ti].push_back(s.hash);
-        }
-      }
-    }
-  }
-
-  // Resolutions already stored: an op absorbed by a module is measured through that module.
   std::map<std::string, UnitPlan> units;  // by unit hash
   std::map<std::string, std::vector<std::string>> absorbed_by;
-  for (const Sig& s : sigs) {
+  for (const Sig& s : c.sigs) {
     if (!s.is_op) continue;
     ++plan.op_signatures;
-    std::string unit_hash = s.hash;
-    std::string resolution = "unresolved";
-    int64_t sig_id = 0;
-    if (auto stored = store.find_signature(s.hash)) {
-      sig_id = stored->id;
-      if (provenance_id > 0) {
-        if (auto r = store.resolution_of(stored->id, provenance_id)) {
-          if (r->status == store::ResolutionStatus::unrunnable) {
-            plan.uncovered.push_back({s.hash, s.name, r->attempts_json, s.occurrences});
-            continue;
-          }
-          resolution = r->status == store::ResolutionStatus::absorbed ? "absorbed" : "runs";
-          if (r->unit_signature_id && *r->unit_signature_id != stored->id) {
-            for (const Ancestor& a : s.ancestors)
-              if (auto u = store.find_signature(a.hash); u && u->id == *r->unit_signature_id) unit_hash = a.hash;
-          }
-        }
-      }
-    }
-    if (unit_hash != s.hash) absorbed_by[unit_hash].push_back(s.hash);
-    if (units.count(unit_hash)) {
-      units[unit_hash].occurrences += s.occurrences;
+    const std::optional<UnitChoice> choice = unit_for(store, s, provenance_id, plan.uncovered);
+    if (!choice) continue;
+    if (choice->unit_hash != s.hash) absorbed_by[choice->unit_hash].push_back(s.hash);
+    if (auto it = units.find(choice->unit_hash); it != units.end()) {
+      it->second.occurrences += s.occurrences;
       continue;
     }
-    const Sig& u = sigs[index.at(unit_hash)];
-    UnitPlan p;
-    p.hash = u.hash;
-    p.name = u.name;
-    p.is_op = u.is_op;
-    p.op_class = u.is_op ? u.op_class : s.op_class;
-    p.signature_id = u.is_op ? sig_id : 0;
-    if (!u.is_op)
-      if (auto stored = store.find_signature(u.hash)) p.signature_id = stored->id;
-    p.trace = u.where.trace;
-    p.step = u.where.step;
-    if (u.is_op) {
-      p.seq = u.ops.front()->seq;
-    } else {
-      p.call = u.call;
-    }
-    p.ancestors = u.ancestors;
-    p.swept.assign(u.swept.begin(), u.swept.end());
-    p.fixed = u.fixed;
-    p.resolution = u.is_op ? resolution : "absorbed";
-    p.occurrences = s.occurrences;
+    const Sig& u = c.sigs[c.index.at(choice->unit_hash)];
+    UnitPlan p = make_unit(store, u, s, *choice);
     std::vector<PointPlan> all = points_of(u, grid, p.point_class);
     p.points_total = static_cast<int64_t>(all.size());
     add_totals(plan.aware, p.op_class, all);
-    std::set<std::string> committed, failed;
-    if (provenance_id > 0 && p.signature_id > 0) {
-      const std::vector<std::string> ok = store.point_keys(p.signature_id, provenance_id, false);
-      const std::set<std::string> ok_keys(ok.begin(), ok.end());
-      if (options.require_energy) {
-        for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id))
-          if (m.status == store::MeasurementStatus::ok && m.energy_j && !m.point_key.empty())
-            committed.insert(m.point_key);
-      } else {
-        committed = ok_keys;
-      }
-      for (const std::string& k : store.point_keys(p.signature_id, provenance_id, true))
-        if (!ok_keys.count(k)) failed.insert(k);  // an ok row without energy is neither: measured again
-    }
-    for (PointPlan& pt : all) {
-      if (committed.count(pt.key)) {
-        ++p.points_committed;
-      } else if (failed.count(pt.key) && !options.retry_failed) {
-        ++p.points_failed;
-      } else {
-        p.points.push_back(std::move(pt));
-      }
-    }
-    units.emplace(unit_hash, std::move(p));
+    split_points(store, p, std::move(all), provenance_id, options);
+    units.emplace(choice->unit_hash, std::move(p));
   }
   for (auto& [h, list] : absorbed_by) units.at(h).absorbs = list;
 
   // The naive plan: every trace (a model under one attention backend) measures its own op signatures.
-  for (size_t ti = 0; ti < traces.size(); ++ti)
-    for (const std::string& h : trace_ops[ti]) {
-      const Sig& s = sigs[index.at(h)];
+  for (const auto& hashes : c.trace_ops)
+    for (const std::string& h : hashes) {
       std::string cls;
+      const Sig& s = c.sigs[c.index.at(h)];
       add_totals(plan.naive, s.op_class, points_of(s, grid, cls));
     }
 

@@ -1,45 +1,55 @@
 #include "dooly/plan/profile_report.hpp"
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace dooly::plan {
 
+namespace {
+
+struct ClassRow {
+  int64_t units = 0, measured_units = 0, ok = 0, not_ok = 0, occurrences = 0, covered = 0;
+  double wall_s = 0;
+};
+
+// One unit's rows under the context into its class's tally; the first failures are kept for the listing.
+void tally_unit(store::Store& store, const Plan& plan, const UnitPlan& u, ClassRow& r,
+                std::vector<std::string>& failures) {
+  r.units += 1;
+  r.occurrences += u.occurrences;
+  int64_t ok = 0;
+  if (plan.provenance_id > 0 && u.signature_id > 0)
+    for (const store::Measurement& m : store.measurements_for(u.signature_id, plan.provenance_id)) {
+      const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
+      if (extra.is_object() && extra.contains("wall_s") && extra.at("wall_s").is_number())
+        r.wall_s += extra.at("wall_s").get<double>();
+      if (m.status == store::MeasurementStatus::ok) {
+        ++ok;
+        continue;
+      }
+      ++r.not_ok;
+      if (failures.size() < 20)
+        failures.push_back(fmt::format("  {} {} {} {}: {}", u.hash.substr(0, 12), u.name, m.point_key,
+                                       store::to_string(m.status), m.reason));
+    }
+  r.ok += ok;
+  if (ok > 0) {
+    r.measured_units += 1;
+    r.covered += u.occurrences;
+  }
+}
+
+}  // namespace
+
 std::string render_report(store::Store& store, const Plan& plan) {
-  struct ClassRow {
-    int64_t units = 0, measured_units = 0, ok = 0, not_ok = 0, occurrences = 0, covered = 0;
-    double wall_s = 0;
-  };
   std::map<std::string, ClassRow> rows;
   ClassRow total;
   std::vector<std::string> failures;
-  for (const UnitPlan& u : plan.units) {
-    ClassRow& r = rows[u.op_class];
-    r.units += 1;
-    r.occurrences += u.occurrences;
-    int64_t ok = 0;
-    if (plan.provenance_id > 0 && u.signature_id > 0)
-      for (const store::Measurement& m : store.measurements_for(u.signature_id, plan.provenance_id)) {
-        const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
-        if (extra.is_object() && extra.contains("wall_s") && extra.at("wall_s").is_number())
-          r.wall_s += extra.at("wall_s").get<double>();
-        if (m.status == store::MeasurementStatus::ok) {
-          ++ok;
-        } else {
-          ++r.not_ok;
-          if (failures.size() < 20)
-            failures.push_back(fmt::format("  {} {} {} {}: {}", u.hash.substr(0, 12), u.name, m.point_key,
-                                           store::to_string(m.status), m.reason));
-        }
-      }
-    r.ok += ok;
-    if (ok > 0) {
-      r.measured_units += 1;
-      r.covered += u.occurrences;
-    }
-  }
+  for (const UnitPlan& u : plan.units) tally_unit(store, plan, u, rows[u.op_class], failures);
   std::string out = fmt::format("store {}: measurement context {}\n", store.path(), plan.provenance_id);
   out += fmt::format("{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>10} {:>9}\n", "class", "units", "measured", "points",
                      "failed", "occurrences", "covered", "GPU s");
