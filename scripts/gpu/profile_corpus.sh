@@ -2,6 +2,10 @@
 # Profiles the shipped corpus on a GPU machine (issue 11): traces every model under each attention backend (kept in
 # /tmp between commands of one lease), then `dooly profile` (python -m dooly.profile: the worker and its supervisor)
 # into the committed store, resuming from what it holds. Copies the store, the plan and the logs to $OUT.
+# The device's copy of the work tree is replaced at every command: copy $OUT/h200.sqlite back to data/profile/
+# (and commit it) before the next command, or that command starts from the store as committed.
+# Tracing 52 traces 4 at a time on one H200 took more than 9 minutes (2026-12-02); trace the backends in
+# separate commands (BACKENDS=...), the traces of earlier commands stay in /tmp while the lease lasts.
 #
 #   scripts/gpu/profile_corpus.sh
 # Environment:
@@ -30,7 +34,8 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --fo
 
 # ---- traces (once per lease: /tmp survives between commands while the machine is held) ---------------------
 if [ ! -f "$TR/done" ]; then
-  OUT=$TR VERIFY=0 WORKERS_PER_GPU=${WORKERS_PER_GPU:-4} JOB_TIMEOUT=300 bash scripts/gpu/trace_models.sh $BACKENDS \
+  OUT=$TR VERIFY=0 WORKERS_PER_GPU=${WORKERS_PER_GPU:-3} JOB_TIMEOUT=300 \
+    BIG=${BIG:-"mixtral-8x7b-v0.1 qwen3-30b-a3b olmo-2-1124-7b"} bash scripts/gpu/trace_models.sh $BACKENDS \
     > "$OUT/trace.log" 2>&1
   mkdir -p "$TR/all"
   for f in "$TR"/traces-*.tgz; do tar -xzf "$f" -C "$TR/all"; done
