@@ -1,5 +1,6 @@
 #include "targets.hpp"
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -10,6 +11,8 @@
 #include "dooly/energy/recording.hpp"
 #include "dooly/energy/recording_analysis.hpp"
 #include "dooly/energy/report_writers.hpp"
+#include "dooly/plan/grid.hpp"
+#include "dooly/plan/value_expr.hpp"
 #include "dooly/power/replay/recorded_readings.hpp"
 #include "dooly/power/variorum/variorum_json.hpp"
 #include "dooly/trace/model_config.hpp"
@@ -86,6 +89,33 @@ int trace_json(const uint8_t* data, size_t size) {
 int model_config(const uint8_t* data, size_t size) {
   try {
     (void)trace::check_model_config(std::string_view(reinterpret_cast<const char*>(data), size), "config.json");
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int grid(const uint8_t* data, size_t size) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(data), size));
+    const plan::Grid g = plan::parse_grid(j, "grid.json");
+    for (const plan::Composition& c : g.compositions()) (void)c.value_of("KV_TOKS_SLIDING(48)");
+  } catch (const nlohmann::json::exception&) {
+    // not JSON: read_grid turns this into one InputError line; the grid's own checks are what is fuzzed here
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int value_form(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    (void)plan::variables_of(text);
+    (void)plan::evaluate(text, [](const std::string& name) -> std::optional<int64_t> {
+      if (name.size() % 3 == 0) return std::nullopt;  // some names unbound
+      return static_cast<int64_t>(name.size()) - 2;   // zero and negatives too
+    });
   } catch (const InputError& e) {
     check_one_line(e);
   }

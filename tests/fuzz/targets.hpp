@@ -16,5 +16,7 @@ int variorum_json(const uint8_t* data, size_t size); // power/variorum: parse_po
 int trace_json(const uint8_t* data, size_t size);    // trace: JSON text -> parse_trace
 int model_config(const uint8_t* data, size_t size);  // trace: check_model_config
 int store(const uint8_t* data, size_t size);         // store: a file of these bytes opened and queried
+int grid(const uint8_t* data, size_t size);          // plan: JSON text -> parse_grid (dooly profile's grid file)
+int value_form(const uint8_t* data, size_t size);    // plan: a dimension's value form evaluated and its variables
 
 }  // namespace dooly::fuzz

@@ -56,6 +56,12 @@ TEST(ValueExpr, BadTextAndUnboundNamesAreOneLineErrors) {
     EXPECT_NE(std::string(e.what()).find("'NUM_REQS' is not bound"), std::string::npos) << e.what();
   }
   EXPECT_THROW(evaluate("NUM_TOKS//0", r), InputError);
+  // What a fuzzer would try: overflow, deep nesting, a zero divisor where only variables are collected.
+  EXPECT_THROW(evaluate("9223372036854775807+1", r), InputError);
+  EXPECT_THROW(evaluate("99999999999999999999", r), InputError);
+  EXPECT_THROW(evaluate("4611686018427387904*4", r), InputError);
+  EXPECT_THROW(evaluate(std::string(1000, '(') + "1" + std::string(1000, ')'), r), InputError);
+  EXPECT_EQ(variables_of("NUM_TOKS//0+X%0"), (std::set<std::string>{"NUM_TOKS", "X"}));
 }
 
 }  // namespace

@@ -238,7 +238,7 @@ class Worker:
 
     def measure_unit(self, unit: dict, runner, unit_hash: str, progress: Progress, settings) -> None:
         from .measure import copies_for
-        from .units import UnitError, describe_error
+        from .units import UnitError, describe_error, output_shapes
 
         timer = self.Timer(self.device, settings, self.meter, self.baseline_w)
         ooms: list[dict] = []
@@ -258,6 +258,9 @@ class Worker:
                 copies = copies_for(runner.input_bytes(point["bindings"]), self.device)
                 runner.prepare(point["bindings"], copies)
                 with self.torch.no_grad():
+                    want = runner.expected_shapes(point["bindings"])
+                    if want is not None and output_shapes(runner.call()) != want:  # every point, not only the first
+                        raise UnitError(f"outputs at this point are not the traced shapes evaluated here: {want}")
                     result = timer.run(runner)
                 if result.get("energy"):  # the store's columns take the figure; the rest of it goes to extra
                     result["extra"]["energy"] = {k: v for k, v in result["energy"].items() if k not in ("j", "hw_j")}

@@ -1,6 +1,7 @@
 #include "dooly/plan/value_expr.hpp"
 
 #include <cctype>
+#include <cstdint>
 #include <vector>
 
 #include "dooly/common/error.hpp"
@@ -8,7 +9,7 @@
 namespace dooly::plan {
 namespace {
 
-int64_t floordiv(int64_t a, int64_t b) {
+int64_t floordiv(int64_t a, int64_t b) {  // b != 0, and not (INT64_MIN, -1): the caller checks
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -47,9 +48,9 @@ class Parser {
     int64_t v = term();
     for (;;) {
       if (eat("+")) {
-        v += term();
+        v = combine(v, term(), '+');
       } else if (eat("-")) {
-        v -= term();
+        v = combine(v, term(), '-');
       } else {
         return v;
       }
@@ -59,26 +60,45 @@ class Parser {
     int64_t v = unary();
     for (;;) {
       if (eat("//")) {
-        const int64_t d = unary();
-        if (d == 0) zero();
-        v = floordiv(v, d);
+        const int64_t d = divisor(v);
+        if (d != 0) v = floordiv(v, d);
       } else if (eat("*")) {
-        v *= unary();
+        v = combine(v, unary(), '*');
       } else if (eat("%")) {
-        const int64_t d = unary();
-        if (d == 0) zero();
-        v -= floordiv(v, d) * d;
+        const int64_t d = divisor(v);
+        if (d != 0) v -= floordiv(v, d) * d;  // |v - q*d| < |d|: no overflow
       } else {
         return v;
       }
     }
   }
+  // The right operand of // or %: 0 (skip the operation) when it is zero and only variables are collected.
+  int64_t divisor(int64_t v) {
+    const int64_t d = unary();
+    if (d == 0) zero();
+    if (v == INT64_MIN && d == -1) return checked(true, 1);  // the quotient overflows
+    return d;
+  }
   void zero() const {
     if (resolve_) fail("division by zero");
   }
   int64_t unary() {
-    if (eat("-")) return -unary();
+    if (eat("-")) {
+      const int64_t v = unary();
+      return checked(v == INT64_MIN, -v);
+    }
     return atom();
+  }
+  int64_t combine(int64_t a, int64_t b, char op) const {
+    int64_t r = 0;
+    const bool overflowed = op == '+'   ? __builtin_add_overflow(a, b, &r)
+                            : op == '-' ? __builtin_sub_overflow(a, b, &r)
+                                        : __builtin_mul_overflow(a, b, &r);
+    return checked(overflowed, r);
+  }
+  int64_t checked(bool overflowed, int64_t v) const {
+    if (overflowed && resolve_) fail("integer overflow");
+    return v;
   }
   int64_t atom() {
     skip();
@@ -86,14 +106,17 @@ class Parser {
     const char c = text_[pos_];
     if (c == '(') {
       ++pos_;
+      Depth guard(*this);
       const int64_t v = sum();
       if (!eat(")")) fail("missing ')'");
       return v;
     }
     if (std::isdigit(static_cast<unsigned char>(c))) {
       int64_t v = 0;
-      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_])))
-        v = v * 10 + (text_[pos_++] - '0');
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, text_[pos_++] - '0', &v))
+          fail("integer overflow");
+      }
       return v;
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
@@ -110,6 +133,7 @@ class Parser {
   }
   int64_t call(const std::string& name) {
     ++pos_;  // '('
+    Depth guard(*this);
     std::vector<int64_t> args;
     std::string text = name + "(";
     const bool builtin = name == "ceildiv" || name == "min" || name == "max";
@@ -130,6 +154,7 @@ class Parser {
         zero();
         return 1;
       }
+      if (args[0] == INT64_MIN) return checked(true, 1);
       return -floordiv(-args[0], args[1]);
     }
     if (name == "min" && args.size() == 2) return std::min(args[0], args[1]);
@@ -151,8 +176,20 @@ class Parser {
     return *v;
   }
 
+  // Nesting is bounded, so a hostile label cannot exhaust the stack (the tracer's deepest are a few levels).
+  struct Depth {
+    explicit Depth(Parser& p) : p_(p) {
+      if (++p_.depth_ > 256) p_.fail("nested too deeply");
+    }
+    ~Depth() { --p_.depth_; }
+    Depth(const Depth&) = delete;
+    Depth& operator=(const Depth&) = delete;
+    Parser& p_;
+  };
+
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
   const Resolver* resolve_;
   std::set<std::string>* vars_;
 };
