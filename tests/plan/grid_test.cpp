@@ -67,10 +67,17 @@ TEST(Grid, BadFieldsAreNamed) {
   EXPECT_NE(error_of(with("/speed", 1)).find("g.json: unknown field 'speed'"), std::string::npos);
   EXPECT_NE(error_of(with("/measure/warmup_reps", 3)).find("measure: unknown field 'warmup_reps'"), std::string::npos);
   EXPECT_NE(error_of(with("/tokens", json::array())).find("tokens: must be a non-empty list"), std::string::npos);
-  EXPECT_NE(error_of(with("/tokens/0", -4)).find("tokens[0]: must be an integer >= 1"), std::string::npos);
+  EXPECT_NE(error_of(with("/tokens/0", -4)).find("tokens[0]: must be an integer in [1, "), std::string::npos);
   EXPECT_NE(error_of(with("/measure/rel_ci", 0)).find("measure.rel_ci"), std::string::npos);
   EXPECT_NE(error_of(with("/bounds", json{{"max_tokens", 1}})).find("every composition exceeds the bounds"),
             std::string::npos);
+  EXPECT_NE(error_of(with("/requests/0", 99999)).find("exceeds bounds.max_tokens"), std::string::npos);
+  EXPECT_NE(error_of(with("/bounds", json{{"max_tokens", int64_t{1} << 40}})).find("bounds.max_tokens: must be"),
+            std::string::npos);
+  json huge = minimal();
+  huge["bounds"] = {{"max_tokens", 1 << 20}};
+  huge["compositions"]["decode"] = {{"batch", json::array({1 << 20, 1 << 20})}, {"context", json::array({1, 2, 3})}};
+  EXPECT_NE(error_of(huge).find("request slices in all"), std::string::npos);
   json no_comp = minimal();
   no_comp.erase("compositions");
   EXPECT_NE(error_of(no_comp).find("missing field 'compositions'"), std::string::npos);

@@ -20,9 +20,15 @@ void only_keys(const json& j, const std::set<std::string>& allowed, const std::s
     if (!allowed.count(k)) DOOLY_THROW(InputError, kFix, "{}: unknown field '{}'", where, k);
 }
 
-int64_t positive(const json& v, const std::string& where, bool zero_ok = false) {
-  if (!v.is_number_integer() || v.get<int64_t>() < (zero_ok ? 0 : 1) || v.get<int64_t>() > (int64_t{1} << 32))
-    DOOLY_THROW(InputError, kFix, "{}: must be an integer {} (got {})", where, zero_ok ? ">= 0" : ">= 1", v.dump());
+// Sizes are bounded: a step of more than 2^20 tokens (or requests), or a context of more than 2^30 tokens, is
+// beyond any engine, and a grid must not make the planner allocate that many request slices.
+constexpr int64_t kMaxSize = int64_t{1} << 30;
+constexpr int64_t kMaxStep = int64_t{1} << 20;
+
+int64_t positive(const json& v, const std::string& where, bool zero_ok = false, int64_t max = kMaxSize) {
+  const bool integer = v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max));
+  if (!integer || v.get<int64_t>() < (zero_ok ? 0 : 1) || v.get<int64_t>() > max)
+    DOOLY_THROW(InputError, kFix, "{}: must be an integer in [{}, {}] (got {})", where, zero_ok ? 0 : 1, max, v.dump());
   return v.get<int64_t>();
 }
 
@@ -52,15 +58,21 @@ std::vector<Composition> Grid::compositions() const {
     for (const auto& r : c.requests) kv += r.context + r.new_tokens;
     if (c.num_tokens() <= max_tokens && kv <= max_kv_tokens) out.push_back(std::move(c));
   };
+  auto fits = [&](int64_t requests) { return requests <= max_tokens; };  // a decode brings one token at least
+  auto keep_if = [&](int64_t requests, auto make) {
+    if (fits(requests)) keep(make());
+  };
   for (int64_t chunk : prefill_chunk)
     for (int64_t ctx : prefill_context) keep({{{chunk, ctx}}});
   for (int64_t b : decode_batch)
-    for (int64_t ctx : decode_context) keep({std::vector<RequestSlice>(static_cast<size_t>(b), {1, ctx})});
-  for (const MixedPoint& m : mixed) {
-    Composition c{std::vector<RequestSlice>(static_cast<size_t>(m.decodes), {1, m.decode_context})};
-    c.requests.push_back({m.chunk, m.chunk_context});
-    keep(std::move(c));
-  }
+    for (int64_t ctx : decode_context)
+      keep_if(b, [&] { return Composition{std::vector<RequestSlice>(static_cast<size_t>(b), {1, ctx})}; });
+  for (const MixedPoint& m : mixed)
+    keep_if(m.decodes + 1, [&] {
+      Composition c{std::vector<RequestSlice>(static_cast<size_t>(m.decodes), {1, m.decode_context})};
+      c.requests.push_back({m.chunk, m.chunk_context});
+      return c;
+    });
   return out;
 }
 
@@ -151,11 +163,23 @@ Grid parse_grid(const json& j, const std::string& origin) {
   if (j.contains("bounds")) {
     const json& b = j.at("bounds");
     only_keys(b, {"max_tokens", "max_kv_tokens"}, origin + ": bounds");
-    if (b.contains("max_tokens")) g.max_tokens = positive(b.at("max_tokens"), origin + ": bounds.max_tokens");
+    if (b.contains("max_tokens"))
+      g.max_tokens = positive(b.at("max_tokens"), origin + ": bounds.max_tokens", false, kMaxStep);
     if (b.contains("max_kv_tokens"))
       g.max_kv_tokens = positive(b.at("max_kv_tokens"), origin + ": bounds.max_kv_tokens");
   }
   if (j.contains("measure")) parse_measure(j.at("measure"), origin, g.measure);
+  for (size_t i = 0; i < g.requests.size(); ++i)
+    if (g.requests[i] > g.max_tokens)
+      DOOLY_THROW(InputError, kFix, "{}: requests[{}] = {} exceeds bounds.max_tokens {} (a decode is one token)",
+                  origin, i, g.requests[i], g.max_tokens);
+  // Every composition is built as a list of request slices: bound their number before anything builds them.
+  int64_t slices = static_cast<int64_t>(g.prefill_chunk.size() * g.prefill_context.size());
+  for (int64_t b : g.decode_batch) slices += std::min(b, g.max_tokens) * static_cast<int64_t>(g.decode_context.size());
+  for (const MixedPoint& m : g.mixed) slices += std::min(m.decodes, g.max_tokens) + 1;
+  if (slices > (int64_t{1} << 22))
+    DOOLY_THROW(InputError, kFix,
+                "{}: compositions: {} request slices in all, more than 2^22 (fewer or smaller points)", origin, slices);
   if (g.prefill_chunk.empty() && g.decode_batch.empty() && g.mixed.empty())
     DOOLY_THROW(InputError, kFix, "{}: compositions: at least one of prefill, decode, mixed is needed", origin);
   if (g.compositions().empty())
