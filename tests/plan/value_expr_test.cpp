@@ -61,6 +61,12 @@ TEST(ValueExpr, BadTextAndUnboundNamesAreOneLineErrors) {
   EXPECT_THROW(evaluate("99999999999999999999", r), InputError);
   EXPECT_THROW(evaluate("4611686018427387904*4", r), InputError);
   EXPECT_THROW(evaluate(std::string(1000, '(') + "1" + std::string(1000, ')'), r), InputError);
+  try {  // found by the value_form fuzzer: a NUL and a line break in the text must not break the one-line message
+    evaluate(std::string("-1*(N/M\0\n)%3", 14), r);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
   EXPECT_EQ(variables_of("NUM_TOKS//0+X%0"), (std::set<std::string>{"NUM_TOKS", "X"}));
 }
 

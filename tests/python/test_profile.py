@@ -124,11 +124,11 @@ def test_a_unit_that_hangs_or_raises_is_recorded_and_the_run_goes_on(tmp_path):
     })
     grid = tmp_path / "grid.json"
     g = json.loads(GRID.read_text())
-    g["measure"]["point_timeout_s"] = 3
+    g["measure"]["point_timeout_s"] = 5
     grid.write_text(json.dumps(g))
     db = tmp_path / "h.sqlite"
     r = profile(db, traces=(trace,), grid=grid, env={"DOOLY_PROFILE_ALLOW_FN": "time.sleep"})
-    assert "Timeout: still running after 3 s" in r.stderr, r.stderr[-2000:]
+    assert "Timeout: still running after 5 s" in r.stderr, r.stderr[-2000:]
     res = rows(db, "SELECT s.name, r.status, r.level, u.name, r.attempts_json FROM resolutions r "
                    "JOIN signatures s ON s.id = r.signature_id LEFT JOIN signatures u ON u.id = r.unit_signature_id")
     by = {name: (st, lvl, unit, json.loads(att)) for name, st, lvl, unit, att in res}

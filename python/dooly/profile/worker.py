@@ -221,6 +221,7 @@ class Worker:
             except Exception as e:  # noqa: BLE001 - every failure is recorded with its reason
                 if is_gpu_fault(e):
                     raise
+                self.heartbeat.set({})  # building the next level's module is not this attempt's time
                 h = unit["hash"] if level == 0 else unit["ancestors"][level - 1]["hash"]
                 attempts.append({"unit": h, "level": level, "error": describe_error(e)})
         return "unrunnable", 0, None, attempts

@@ -15,6 +15,14 @@ int64_t floordiv(int64_t a, int64_t b) {  // b != 0, and not (INT64_MIN, -1): th
   return q;
 }
 
+// The text as an error line shows it: printable ASCII only (others as '?'), at most 120 characters.
+std::string shown(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 120)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (text.size() > 120) out += "...";
+  return out;
+}
+
 // Recursive descent over: sum := term (('+'|'-') term)*; term := unary (('*'|'//'|'%') unary)*;
 // unary := '-' unary | atom; atom := INT | NAME | NAME '(' sum (',' sum)* ')' | '(' sum ')'.
 // With `resolve` empty it only collects variables (and every value is 1).
@@ -33,7 +41,7 @@ class Parser {
  private:
   [[noreturn]] void fail(std::string_view what) const {
     DOOLY_THROW(InputError, "the trace's dimension labels are written by dooly trace; re-create the trace",
-                "cannot evaluate dimension '{}': {} at position {}", text_, what, pos_);
+                "cannot evaluate dimension '{}': {} at position {}", shown(text_), what, pos_);
   }
   void skip() {
     while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
@@ -172,7 +180,7 @@ class Parser {
     const std::optional<int64_t> v = (*resolve_)(name);
     if (!v)
       DOOLY_THROW(InputError, "this quantity is not part of the sweep point: check the grid and the trace's labels",
-                  "cannot evaluate dimension '{}': '{}' is not bound at this point", text_, name);
+                  "cannot evaluate dimension '{}': '{}' is not bound at this point", shown(text_), shown(name));
     return *v;
   }
 
