@@ -62,7 +62,8 @@ TEST(ValueExpr, BadTextAndUnboundNamesAreOneLineErrors) {
   EXPECT_THROW(evaluate("4611686018427387904*4", r), InputError);
   EXPECT_THROW(evaluate(std::string(1000, '(') + "1" + std::string(1000, ')'), r), InputError);
   try {  // found by the value_form fuzzer: a NUL and a line break in the text must not break the one-line message
-    evaluate(std::string("-1*(N/M\0\n)%3", 14), r);
+    constexpr char kText[] = "-1*(N/M\0\n)%3";
+    evaluate(std::string(kText, sizeof kText - 1), r);
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
