@@ -123,6 +123,7 @@ PYBIND11_MODULE(dooly_core, m) {
   m.doc() = "dooly's C++ core: taint labels and rules, trace call trees, signatures";
   m.attr("TRACE_FORMAT_VERSION") = trace::kTraceFormatVersion;
   m.attr("SIGNATURE_VERSION") = signature::kSignatureVersion;
+  m.attr("VERSION") = DOOLY_VERSION;  // the project's version (CMakeLists.txt), recorded with every measured point
 
   // pybind11 tries translators newest first: the base class goes first so the derived ones win.
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);

@@ -20,7 +20,8 @@ crypto=$(lib_of libcrypto.so.3 _ssl); sqlite=$(lib_of libsqlite3.so.0 _sqlite3)
 [ -n "$crypto" ] && [ -n "$sqlite" ] || { echo "build_core: libcrypto.so.3 ($crypto) or libsqlite3.so.0 ($sqlite) not found"; exit 1; }
 mkdir -p "$core/obj"
 pyinc=$(python3 -m pybind11 --includes 2>/dev/null) || pyinc=$(python3-config --includes)  # else a system pybind11
-inc="-I$ROOT/src -I$DEPS -I$DEPS/eigen3 $pyinc"
+version=$(sed -n 's/^project(dooly VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+inc="-I$ROOT/src -I$DEPS -I$DEPS/eigen3 $pyinc -DDOOLY_VERSION=\"$version\""
 srcs=(python/dooly_core.cpp src/dooly/taint/*.cpp src/dooly/taint/rules/*.cpp src/dooly/trace/*.cpp
       src/dooly/signature/*.cpp src/dooly/store/*.cpp src/dooly/plan/*.cpp src/dooly/energy/*.cpp
       src/dooly/power/*.cpp src/dooly/power/*/*.cpp src/dooly/common/*.cpp)

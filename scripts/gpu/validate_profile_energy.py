@@ -14,6 +14,7 @@ less the head's time at the rest's idle power, per call. Prints one row per poin
 
 import argparse
 import ctypes
+import functools
 import glob
 import json
 import os
@@ -45,6 +46,9 @@ class Counter:
         v = ctypes.c_ulonglong()
         assert self.lib.nvmlDeviceGetTotalEnergyConsumption(self.h, ctypes.byref(v)) == 0
         return v.value / 1000.0
+
+
+cached_trace = functools.lru_cache(maxsize=2)(load_trace)  # points of one trace share its parse
 
 
 def pick(db, n, rnd):
@@ -99,7 +103,7 @@ def main():
             continue
         path = traces[u["trace"]]
         local = os.path.join(args.traces, os.path.basename(path))
-        op = find_op(load_trace(local if os.path.exists(local) else path), u["step"], u["seq"])
+        op = find_op(cached_trace(local if os.path.exists(local) else path), u["step"], u["seq"])
         unit = OpUnit(op, dev)
         bindings = json.loads(extra)["bindings"]
         unit.prepare(bindings, copies_for(unit.input_bytes(bindings), dev))

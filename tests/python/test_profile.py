@@ -5,6 +5,7 @@ in real time). Tiny traces and a tiny grid keep each run to seconds."""
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -31,6 +32,11 @@ def env(**extra) -> dict:
               "DOOLY_SOURCE_DIR": str(REPO)})
     e.update(extra)
     return e
+
+
+def dooly_version() -> str:
+    text = (REPO / "CMakeLists.txt").read_text()
+    return re.search(r"project\(dooly VERSION ([0-9.]+)", text).group(1)
 
 
 def profile(db, *args, traces=(LLAMA,), grid=GRID, check=True, **kw):
@@ -70,6 +76,8 @@ def test_profile_measures_every_unit_once_with_energy(tmp_path):
     # The provenance of the points: the measurement context with its versions, the grid's hash on every row.
     (extra,) = rows(db, "SELECT extra_json FROM provenance WHERE extra_json LIKE '%measure%'")[0]
     assert json.loads(extra)["context"] == "measure" and json.loads(extra)["torch"]
+    assert json.loads(extra)["dooly"] == dooly_version()
+    assert rows(db, "SELECT cuda_version FROM provenance WHERE extra_json LIKE '%measure%'") == [("",)]
     grid_hashes = {json.loads(x)["grid_sha256"] for (x,) in rows(db, "SELECT extra_json FROM measurements")}
     assert len(grid_hashes) == 1 and len(grid_hashes.pop()) == 64
     # A rerun measures nothing: the plan has nothing left and no row is added.
@@ -78,6 +86,8 @@ def test_profile_measures_every_unit_once_with_energy(tmp_path):
     assert rows(db, "SELECT count(*) FROM measurements")[0][0] == total
     report = profile(db, "--report").stdout
     assert "coverage 100.00 % of op occurrences" in report, report
+    spent = float(re.search(r"([\d.]+) GPU-min measured", report).group(1))
+    assert spent > 0, report  # each point's whole time (extra_json.point_s), summed
 
 
 def test_killed_runs_resume_without_measuring_a_point_twice(tmp_path):

@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         from .worker import main as worker_main
 
         return worker_main(args)
-    return supervise(args, [a for a in argv])
+    return supervise(args, argv)
 
 
 if __name__ == "__main__":

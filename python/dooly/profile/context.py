@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import platform
 import subprocess
-
-DOOLY_VERSION = "0.5.0"
 
 
 def _driver_version() -> str:
@@ -37,22 +33,20 @@ def machine_context(device) -> dict:
     import torch
     import transformers
 
-    if device.type == "cuda":
-        gpu = torch.cuda.get_device_name(device)
-    else:
-        gpu = "cpu"
+    import dooly_core
+
+    cuda = device.type == "cuda"
     return {
-        "gpu_name": gpu,
-        "driver_version": _driver_version() if device.type == "cuda" else "",
-        "cuda_version": torch.version.cuda or "" if device.type == "cuda" else "",
+        "gpu_name": torch.cuda.get_device_name(device) if cuda else "cpu",
+        "driver_version": _driver_version() if cuda else "",
+        "cuda_version": (torch.version.cuda or "") if cuda else "",
         "engine": "hf-transformers",
         "engine_version": transformers.__version__,
         "extra": {
             "torch": torch.__version__,
             "device": str(device),
-            "host": platform.node() if os.environ.get("DOOLY_PROFILE_HOST_IN_CONTEXT") else "",
             "clock_policy": _clock_policy(device),
             "cuda_graphs": "replay where the unit can be captured" if device.type == "cuda" else "off (cpu)",
-            "dooly": DOOLY_VERSION,
+            "dooly": dooly_core.VERSION,
         },
     }

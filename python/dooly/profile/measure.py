@@ -22,14 +22,14 @@ import time
 
 import torch
 
-L2_BYTES = {"cuda": 50 * 2**20}  # H100/H200: 50 MiB; other GPUs read torch's property when it has one
+H100_L2_BYTES = 50 * 2**20  # when torch's device properties do not say
 
 
 def l2_bytes(device) -> int:
     if device.type != "cuda":
         return 0
     props = torch.cuda.get_device_properties(device)
-    return int(getattr(props, "L2_cache_size", 0) or L2_BYTES["cuda"])
+    return int(getattr(props, "L2_cache_size", 0) or H100_L2_BYTES)
 
 
 def copies_for(input_bytes: int, device) -> int:
@@ -40,13 +40,15 @@ def copies_for(input_bytes: int, device) -> int:
 
 
 class Settings:
+    """The grid's measure settings, as the plan carries them (data/grids/*.json; defaults are the core's)."""
+
     def __init__(self, d: dict):
-        self.warmup_s = float(d.get("warmup_s", 0.02))
-        self.min_time_s = float(d.get("min_time_s", 0.15))
-        self.max_time_s = float(d.get("max_time_s", 2.0))
-        self.min_reps = int(d.get("min_reps", 10))
-        self.rel_ci = float(d.get("rel_ci", 0.01))
-        self.point_timeout_s = float(d.get("point_timeout_s", 60))
+        self.warmup_s = float(d["warmup_s"])
+        self.min_time_s = float(d["min_time_s"])
+        self.max_time_s = float(d["max_time_s"])
+        self.min_reps = int(d["min_reps"])
+        self.rel_ci = float(d["rel_ci"])
+        self.point_timeout_s = float(d["point_timeout_s"])
 
 
 def _ci_half_width(xs: list[float]) -> float:
@@ -147,7 +149,7 @@ class Timer:
             "energy": energy,
             "extra": {"samples": len(samples), "calls_per_sample": per, "cuda_graph": graphed,
                       "ci95_rel": _ci_half_width(samples) / mean if mean > 0 else None, "capped": capped,
-                      "wall_s": window_s, "window_s": window_s, **self._state},
+                      "window_s": window_s, **self._state},
         }
         return out
 

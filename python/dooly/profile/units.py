@@ -105,12 +105,44 @@ def _device_args(a, device):
     return a
 
 
-class OpUnit:
-    """One op record, callable at any point: prepare(bindings) makes the inputs, then call() runs it once."""
+def tensor_bytes(info: dict, bindings: dict | None) -> int:
+    return math.prod(shape_at(info, bindings)) * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
+
+
+class _Unit:
+    """What every unit shares: `copies` sets of arguments made by prepare(), cycled through by call()."""
 
     level = 0
+    fn = None
+
+    def __init__(self, device):
+        self.device = device
+        self.copies: list[tuple[list, dict]] = []
+        self._next = 0
+
+    def _prepare(self, call: dict, bindings, copies: int, seed: int, make) -> None:
+        """`make(entry, gen)` makes the tensor of one {"in"}/{"t"} entry of the call record."""
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        call = _device_args(_args_at(call, bindings), self.device)
+        self.copies = []
+        for _ in range(max(1, copies)):
+            try:
+                self.copies.append(callref.decode_call(call, lambda a: make(a, gen)))
+            except callref.NotRebuildable as e:
+                raise UnitError(str(e)) from e
+        self._next = 0
+
+    def call(self):
+        args, kwargs = self.copies[self._next]
+        self._next = (self._next + 1) % len(self.copies)
+        return self.fn(*args, **kwargs)
+
+
+class OpUnit(_Unit):
+    """One op record, callable at any point: prepare(bindings) makes the inputs, then call() runs it once."""
 
     def __init__(self, op: dict, device):
+        super().__init__(device)
         if not op.get("fn") or "call_args" not in op:
             raise UnitError("the trace records no callable for this op: re-create it with this build's dooly trace")
         allowed = [a for a in os.environ.get("DOOLY_PROFILE_ALLOW_FN", "").split(",") if a]
@@ -118,89 +150,49 @@ class OpUnit:
             # A trace names what the worker will call: only torch's callables, so a trace cannot run arbitrary code.
             raise UnitError(f"'{op['fn']}' is not a torch callable (DOOLY_PROFILE_ALLOW_FN lists exceptions)")
         self.op = op
-        self.device = device
         self.fn = callref.resolve_fn(op["fn"])
-        self.copies: list[tuple[list, dict]] = []
-        self._next = 0
 
     def input_bytes(self, bindings) -> int:
-        total = 0
-        for info in self.op["inputs"]:
-            total += math.prod(shape_at(info, bindings)) * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
-        return total
+        return sum(tensor_bytes(info, bindings) for info in self.op["inputs"])
 
     def prepare(self, bindings: dict | None, copies: int = 1, seed: int = 0) -> None:
-        gen = torch.Generator(device=self.device).manual_seed(seed)
-        shapes = [shape_at(i, bindings) for i in self.op["inputs"]]
-        call = _device_args(_args_at(self.op["call_args"], bindings), self.device)
-        self.copies = []
-        for _ in range(max(1, copies)):
-            made = [make_tensor(info, shapes[k], self.device, gen, self.op, k, shapes)
-                    for k, info in enumerate(self.op["inputs"])]
-            try:
-                args, kwargs = callref.decode_call(call, lambda a: made[a["in"]])
-            except callref.NotRebuildable as e:
-                raise UnitError(str(e)) from e
-            self.copies.append((args, kwargs))
-        self._next = 0
-        self._bindings = bindings
+        inputs = self.op["inputs"]
+        shapes = [shape_at(i, bindings) for i in inputs]
 
-    def call(self):
-        args, kwargs = self.copies[self._next]
-        self._next = (self._next + 1) % len(self.copies)
-        return self.fn(*args, **kwargs)
+        def make(a, gen):  # the input's role decides its integer values (index ranges from the other inputs)
+            k = a["in"]
+            return make_tensor(inputs[k], shapes[k], self.device, gen, self.op, k, shapes)
+
+        self._prepare(self.op["call_args"], bindings, copies, seed, make)
 
     def expected_shapes(self, bindings) -> list[list[int]]:
         return [shape_at(o, bindings) for o in self.op["outputs"]]
 
 
-class ModuleUnit(OpUnit):
+class ModuleUnit(_Unit):
     """A module of the model (its own class, the model's config, random weights) called with its recorded inputs."""
 
-    def __init__(self, module: torch.nn.Module, call: dict, outputs: list, level: int, device):
-        self.module = module
-        self.record = call
+    def __init__(self, module: torch.nn.Module, call: dict, level: int, device):
+        super().__init__(device)
+        self.fn = module
+        self.record = call.get("inputs") or {"args": [], "kwargs": {}}
         self.level = level
-        self.device = device
-        self.copies = []
-        self._next = 0
-        self.outputs = outputs
 
     def input_bytes(self, bindings) -> int:
-        total = 0
-
-        def walk(a):
-            nonlocal total
+        def walk(a) -> int:
             if isinstance(a, dict) and "t" in a:
-                info = a["t"]
-                total += math.prod(shape_at(info, bindings)) * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
-            elif isinstance(a, dict):
-                for v in a.values():
-                    walk(v)
-            elif isinstance(a, list):
-                for v in a:
-                    walk(v)
+                return tensor_bytes(a["t"], bindings)
+            if isinstance(a, dict):
+                return sum(walk(v) for v in a.values())
+            if isinstance(a, list):
+                return sum(walk(v) for v in a)
+            return 0
 
-        walk(self.record.get("inputs", {}))
-        return total
+        return walk(self.record)
 
     def prepare(self, bindings, copies: int = 1, seed: int = 0) -> None:
-        gen = torch.Generator(device=self.device).manual_seed(seed)
-        call = _device_args(_args_at(self.record.get("inputs") or {"args": [], "kwargs": {}}, bindings), self.device)
-        self.copies = []
-        for _ in range(max(1, copies)):
-            try:
-                args, kwargs = callref.decode_call(
-                    call, lambda a: make_tensor(a["t"], shape_at(a["t"], bindings), self.device, gen))
-            except callref.NotRebuildable as e:
-                raise UnitError(str(e)) from e
-            self.copies.append((args, kwargs))
-        self._next = 0
-
-    def call(self):
-        args, kwargs = self.copies[self._next]
-        self._next = (self._next + 1) % len(self.copies)
-        return self.module(*args, **kwargs)
+        self._prepare(self.record, bindings, copies, seed,
+                      lambda a, gen: make_tensor(a["t"], shape_at(a["t"], bindings), self.device, gen))
 
     def expected_shapes(self, bindings):
         return None  # a module's outputs are not recorded: its children's were checked where they ran

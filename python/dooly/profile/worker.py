@@ -168,12 +168,12 @@ class Worker:
             return OpUnit(find_op(tr, unit["step"], unit["seq"]), self.device), unit["hash"]
         if unit["kind"] == "module" and level == 0:
             call = find_call(tr, unit["step"], unit["call"])
-            return ModuleUnit(self._module(unit["trace"], tr, call), call, [], 0, self.device), unit["hash"]
+            return ModuleUnit(self._module(unit["trace"], tr, call), call, 0, self.device), unit["hash"]
         anc = unit["ancestors"][level - 1]
         call = find_call(tr, unit["step"], anc["call"])
         if not call.get("inputs"):
             raise UnitError("the trace records no inputs for this module call: re-create it with this build")
-        return ModuleUnit(self._module(unit["trace"], tr, call), call, [], level, self.device), anc["hash"]
+        return ModuleUnit(self._module(unit["trace"], tr, call), call, level, self.device), anc["hash"]
 
     def _module(self, index: int, tr: dict, call: dict):
         model = self.models.get(index, tr)
@@ -201,9 +201,9 @@ class Worker:
                 raise UnitError(f"isolation launches other kernels than the trace: {detail}")
             runner.kernel_check = {"status": status, "detail": detail}
 
-    def resolve(self, unit: dict) -> tuple[str, int, str | None, list]:
-        """('runs'|'absorbed'|'unrunnable', level, unit hash, attempts): the op at its traced sizes, then each
-        enclosing module in turn."""
+    def resolve(self, unit: dict) -> tuple[str, int, str | None, list, object]:
+        """('runs'|'absorbed'|'unrunnable', level, unit hash, attempts, the runner that ran): the op at its traced
+        sizes, then each enclosing module in turn."""
         from .units import describe_error
 
         attempts = []
@@ -215,16 +215,14 @@ class Worker:
                 self.heartbeat.set({"unit": unit["hash"], "resolve": True, "started": time.time(),
                                     "provenance_id": self.provenance})
                 self.try_run(runner, None)
-                status = "runs" if level == 0 else "absorbed"
-                self.resolved_runner = runner
-                return status, level, h, attempts
+                return "runs" if level == 0 else "absorbed", level, h, attempts, runner
             except Exception as e:  # noqa: BLE001 - every failure is recorded with its reason
                 if is_gpu_fault(e):
                     raise
                 self.heartbeat.set({})  # building the next level's module is not this attempt's time
                 h = unit["hash"] if level == 0 else unit["ancestors"][level - 1]["hash"]
                 attempts.append({"unit": h, "level": level, "error": describe_error(e)})
-        return "unrunnable", 0, None, attempts
+        return "unrunnable", 0, None, attempts, None
 
     # ---- the run
     def commit(self, unit_hash: str, point: dict, status: str, reason: str = "", result: dict | None = None,
@@ -276,7 +274,7 @@ class Worker:
                 if status == "oom":
                     ooms.append(swept)
                 self.commit(unit_hash, point, status, describe_error(e),
-                            extra={"wall_s": time.perf_counter() - t0})
+                            extra={"point_s": time.perf_counter() - t0})
                 if isinstance(e, UnitError):
                     _say(f"{unit['name']} {unit_hash[:12]} {point['key']}: {describe_error(e)}")
             finally:
@@ -302,12 +300,13 @@ class Worker:
             settings = self.Settings(plan["measure"])
             progress = Progress(todo["points"], todo["estimated_s"])
             replan = False
-            for unit in plan["units"]:
+            # In trace order, so each trace file (tens of MB at real size) is read once a pass, not once a unit.
+            for unit in sorted(plan["units"], key=lambda u: (u["trace"], u["step"])):
                 if not unit["points"] and unit["resolution"] != "unresolved":
                     continue
-                level, unit_hash = 0, unit["hash"]
+                runner = None
                 if unit["resolution"] == "unresolved":
-                    status, level, unit_hash, attempts = self.resolve(unit)
+                    status, level, unit_hash, attempts, runner = self.resolve(unit)
                     self.heartbeat.set({})
                     self.store.commit_resolution(json.dumps({
                         "signature": unit["hash"], "provenance_id": self.provenance, "unit": unit_hash,
@@ -320,10 +319,8 @@ class Worker:
                         for p in unit["points"]:
                             progress.step(p["estimated_s"])
                         continue
-                if unit["resolution"] == "unresolved" and level == 0:
-                    runner = self.resolved_runner  # the one just tried: it carries the kernel check
-                else:
-                    runner, unit_hash = self.unit_at_level(unit, level)
+                if runner is None:  # resolved by an earlier run; the one just resolved carries its kernel check
+                    runner, unit_hash = self.unit_at_level(unit, 0)
                 self.measure_unit(unit, runner, unit_hash, progress, settings)
             progress.close()
             passes += 1
