@@ -246,14 +246,20 @@ Sig make_sig(const trace::CallTree& tree, const std::vector<signature::Signed>& 
   for (size_t p = node.parent; p != SIZE_MAX && p > 0; p = tree.nodes[p].parent)
     s.ancestors.push_back({signed_nodes[p].hash, signed_nodes[p].name, tree.nodes[p].call});
   std::vector<std::string> swept;
+  std::map<std::string, int64_t> traced_limits;
   for (const trace::OpRecord* op : s.ops) {
     std::vector<const trace::DimLabel*> forms;
     forms_of(*op, forms);
     for (const trace::DimLabel* d : forms) {
       classify_variables(d->value_form, swept, s.fixed, limits);
       if (is_step_quantity(d->value_form)) s.traced[d->value_form] = d->value;
+      if (is_limit(d->value_form)) traced_limits[d->value_form] = d->value;
     }
   }
+  // A limit a dim shows bare keeps the value it had there, the engine's own: the golden traces' caches have
+  // 333 blocks (85248 slots) where their limits record the 331 asked for. limits_of() serves limits that only
+  // occur inside larger forms.
+  for (const auto& [k, v] : traced_limits) s.fixed[k] = v;
   s.swept.insert(swept.begin(), swept.end());
   return s;
 }
@@ -340,27 +346,24 @@ UnitPlan make_unit(store::Store& store, const Sig& u, const Sig& first_op, const
   return p;
 }
 
-// Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure.
+// Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure, from the unit's
+// rows under the context (one query). With require_energy an ok row counts only with its energy; an ok row without
+// it is neither committed nor failed: measured again.
 void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, int64_t provenance_id,
                   const PlanOptions& options) {
-  std::set<std::string> committed, failed;
-  if (provenance_id > 0 && p.signature_id > 0) {
-    const std::vector<std::string> ok = store.point_keys(p.signature_id, provenance_id, false);
-    const std::set<std::string> ok_keys(ok.begin(), ok.end());
-    if (options.require_energy) {
-      for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id))
-        if (m.status == store::MeasurementStatus::ok && m.energy_j && !m.point_key.empty())
-          committed.insert(m.point_key);
-    } else {
-      committed = ok_keys;
+  std::set<std::string> committed, ok, tried;
+  if (provenance_id > 0 && p.signature_id > 0)
+    for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id)) {
+      if (m.point_key.empty()) continue;  // rows from schema v2 match no point
+      tried.insert(m.point_key);
+      if (m.status != store::MeasurementStatus::ok) continue;
+      ok.insert(m.point_key);
+      if (m.energy_j || !options.require_energy) committed.insert(m.point_key);
     }
-    for (const std::string& k : store.point_keys(p.signature_id, provenance_id, true))
-      if (!ok_keys.count(k)) failed.insert(k);  // an ok row without energy is neither: measured again
-  }
   for (PointPlan& pt : all) {
     if (committed.count(pt.key)) {
       ++p.points_committed;
-    } else if (failed.count(pt.key) && !options.retry_failed) {
+    } else if (tried.count(pt.key) && !ok.count(pt.key) && !options.retry_failed) {
       ++p.points_failed;
     } else {
       p.points.push_back(std::move(pt));
@@ -383,6 +386,13 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
   const Collected c = collect(traces);
   plan.op_occurrences = c.op_occurrences;
 
+  // A signature's points on the grid, computed once: the aware plan and the naive one count the same points.
+  std::unordered_map<std::string, std::pair<std::string, std::vector<PointPlan>>> grid_points;
+  auto points_for = [&](const Sig& s) -> const std::pair<std::string, std::vector<PointPlan>>& {
+    auto [it, fresh] = grid_points.try_emplace(s.hash);
+    if (fresh) it->second.second = points_of(s, grid, it->second.first);
+    return it->second;
+  };
   std::map<std::string, UnitPlan> units;  // by unit hash
   std::map<std::string, std::vector<std::string>> absorbed_by;
   for (const Sig& s : c.sigs) {
@@ -397,10 +407,11 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
     }
     const Sig& u = c.sigs[c.index.at(choice->unit_hash)];
     UnitPlan p = make_unit(store, u, s, *choice);
-    std::vector<PointPlan> all = points_of(u, grid, p.point_class);
+    const auto& [point_class, all] = points_for(u);
+    p.point_class = point_class;
     p.points_total = static_cast<int64_t>(all.size());
     add_totals(plan.aware, p.op_class, all);
-    split_points(store, p, std::move(all), provenance_id, options);
+    split_points(store, p, all, provenance_id, options);
     units.emplace(choice->unit_hash, std::move(p));
   }
   for (auto& [h, list] : absorbed_by) units.at(h).absorbs = list;
@@ -408,9 +419,8 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
   // The naive plan: every trace (a model under one attention backend) measures its own op signatures.
   for (const auto& hashes : c.trace_ops)
     for (const std::string& h : hashes) {
-      std::string cls;
       const Sig& s = c.sigs[c.index.at(h)];
-      add_totals(plan.naive, s.op_class, points_of(s, grid, cls));
+      add_totals(plan.naive, s.op_class, points_for(s).second);
     }
 
   for (auto& [h, u] : units) {

@@ -13,7 +13,7 @@ namespace {
 
 struct ClassRow {
   int64_t units = 0, measured_units = 0, ok = 0, not_ok = 0, occurrences = 0, covered = 0;
-  double wall_s = 0;
+  double device_s = 0;
 };
 
 // One unit's rows under the context into its class's tally; the first failures are kept for the listing.
@@ -25,8 +25,9 @@ void tally_unit(store::Store& store, const Plan& plan, const UnitPlan& u, ClassR
   if (plan.provenance_id > 0 && u.signature_id > 0)
     for (const store::Measurement& m : store.measurements_for(u.signature_id, plan.provenance_id)) {
       const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
-      if (extra.is_object() && extra.contains("wall_s") && extra.at("wall_s").is_number())
-        r.wall_s += extra.at("wall_s").get<double>();
+      // A point's whole time on the device: inputs, warm-up, graph capture, the timed window (or until it failed).
+      if (extra.is_object() && extra.contains("point_s") && extra.at("point_s").is_number())
+        r.device_s += extra.at("point_s").get<double>();
       if (m.status == store::MeasurementStatus::ok) {
         ++ok;
         continue;
@@ -56,14 +57,14 @@ std::string render_report(store::Store& store, const Plan& plan) {
   for (const auto& [cls, r] : rows) {
     out +=
         fmt::format("{:<14} {:>6} {:>9} {:>8} {:>8} {:>12} {:>9.1f}% {:>9.1f}\n", cls, r.units, r.measured_units, r.ok,
-                    r.not_ok, r.occurrences, r.occurrences ? 100.0 * r.covered / r.occurrences : 0.0, r.wall_s);
+                    r.not_ok, r.occurrences, r.occurrences ? 100.0 * r.covered / r.occurrences : 0.0, r.device_s);
     total.units += r.units;
     total.measured_units += r.measured_units;
     total.ok += r.ok;
     total.not_ok += r.not_ok;
     total.occurrences += r.occurrences;
     total.covered += r.covered;
-    total.wall_s += r.wall_s;
+    total.device_s += r.device_s;
   }
   int64_t uncovered_occ = 0;
   for (const Uncovered& x : plan.uncovered) uncovered_occ += x.occurrences;
@@ -72,7 +73,7 @@ std::string render_report(store::Store& store, const Plan& plan) {
       "total: {} op occurrences -> {} op signatures -> {} units; {} units measured, {} points ok, {} not;"
       " coverage {:.2f} % of op occurrences; {:.1f} GPU-min measured\n",
       plan.op_occurrences, plan.op_signatures, total.units, total.measured_units, total.ok, total.not_ok,
-      all_occ ? 100.0 * total.covered / all_occ : 0.0, total.wall_s / 60);
+      all_occ ? 100.0 * total.covered / all_occ : 0.0, total.device_s / 60);
   if (!failures.empty()) out += "points not measured (first 20):\n";
   for (const std::string& f : failures) out += f + "\n";
   if (!plan.uncovered.empty()) {
