@@ -5,30 +5,17 @@
 
 #include "dooly/common/clock.hpp"
 #include "dooly/store/store.hpp"
+#include "store_fixtures.hpp"
 #include "support/temp_dir.hpp"
 
 namespace dooly::store {
 namespace {
 
+using testing::h200_provenance;
+using testing::hex;
 using testing::TempDir;
 
-std::string hex(int n) { return fmt::format("{:064x}", n); }
-
-Provenance h200() {
-  Provenance p;
-  p.gpu_name = "NVIDIA H200";
-  p.driver_version = "580.159.04";
-  p.cuda_version = "13.0";
-  p.engine = "hf-transformers";
-  p.engine_version = "5.17.0";
-  p.attention_backend = "paged|sdpa";
-  p.dtype = "bfloat16";
-  p.kv_cache_dtype = "bfloat16";
-  p.block_size = 256;
-  p.tp = 1;
-  p.extra_json = R"({"sdpa_kernel": "flash", "allow_tf32": false})";
-  return p;
-}
+Provenance h200() { return h200_provenance(R"({"sdpa_kernel": "flash", "allow_tf32": false})"); }
 
 Measurement point(int64_t signature_id, int64_t provenance_id, int64_t tokens) {
   Measurement m;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "dooly/store/store.hpp"
+#include "store_fixtures.hpp"
 #include "support/temp_dir.hpp"
 
 namespace dooly::store {
@@ -17,7 +18,7 @@ using testing::TempDir;
 
 constexpr int per_transaction = 10;  // measurements written with each signature, in one transaction
 
-std::string hex(int n) { return fmt::format("{:064x}", n); }
+using testing::hex;
 
 Measurement point(int64_t signature_id, int64_t provenance_id, int64_t tokens) {
   Measurement m;
@@ -33,7 +34,8 @@ Measurement point(int64_t signature_id, int64_t provenance_id, int64_t tokens) {
 // One transaction: a new signature, its occurrence and `per_transaction` measurements of it.
 void write_batch(Store& store, int64_t model, int64_t provenance, int n) {
   auto tx = store.transaction();
-  const auto sig = store.upsert_signature(hex(n), fmt::format("op{}", n), SignatureKind::op, fmt::format("{{\"n\":{}}}", n));
+  const auto sig =
+      store.upsert_signature(hex(n), fmt::format("op{}", n), SignatureKind::op, fmt::format("{{\"n\":{}}}", n));
   store.add_occurrences(model, provenance, sig.id, Phase::prefill, 1);
   for (int i = 0; i < per_transaction; ++i) store.insert_measurement(point(sig.id, provenance, i + 1));
   tx.commit();

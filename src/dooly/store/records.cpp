@@ -1,73 +1,45 @@
 #include "dooly/store/records.hpp"
 
+#include <array>
+
 namespace dooly::store {
+namespace {
 
-std::string_view to_string(SignatureKind kind) noexcept { return kind == SignatureKind::op ? "op" : "module"; }
+// Each enum's words in the order of its enumerators: the one table both directions read.
+constexpr std::array<std::string_view, 2> kSignatureKinds{"op", "module"};
+constexpr std::array<std::string_view, 3> kPhases{"prefill", "decode", "mixed"};
+constexpr std::array<std::string_view, measurement_status_count> kMeasurementStatuses{"ok", "failed", "oom", "timeout"};
+constexpr std::array<std::string_view, 3> kResolutionStatuses{"runs", "absorbed", "unrunnable"};
 
-std::string_view to_string(Phase phase) noexcept {
-  switch (phase) {
-    case Phase::prefill:
-      return "prefill";
-    case Phase::decode:
-      return "decode";
-    case Phase::mixed:
-      return "mixed";
-  }
-  return "?";
+template <typename E, size_t N>
+std::string_view word(const std::array<std::string_view, N>& words, E e) noexcept {
+  const auto i = static_cast<size_t>(e);
+  return i < N ? words[i] : "?";
 }
 
-std::string_view to_string(MeasurementStatus status) noexcept {
-  switch (status) {
-    case MeasurementStatus::ok:
-      return "ok";
-    case MeasurementStatus::failed:
-      return "failed";
-    case MeasurementStatus::oom:
-      return "oom";
-    case MeasurementStatus::timeout:
-      return "timeout";
-  }
-  return "?";
+template <typename E, size_t N>
+std::optional<E> parse(const std::array<std::string_view, N>& words, std::string_view text) noexcept {
+  for (size_t i = 0; i < N; ++i)
+    if (words[i] == text) return static_cast<E>(i);
+  return std::nullopt;
 }
 
-std::string_view to_string(ResolutionStatus status) noexcept {
-  switch (status) {
-    case ResolutionStatus::runs:
-      return "runs";
-    case ResolutionStatus::absorbed:
-      return "absorbed";
-    case ResolutionStatus::unrunnable:
-      return "unrunnable";
-  }
-  return "?";
-}
+}  // namespace
+
+std::string_view to_string(SignatureKind kind) noexcept { return word(kSignatureKinds, kind); }
+std::string_view to_string(Phase phase) noexcept { return word(kPhases, phase); }
+std::string_view to_string(MeasurementStatus status) noexcept { return word(kMeasurementStatuses, status); }
+std::string_view to_string(ResolutionStatus status) noexcept { return word(kResolutionStatuses, status); }
 
 std::optional<SignatureKind> parse_signature_kind(std::string_view text) noexcept {
-  if (text == "op") return SignatureKind::op;
-  if (text == "module") return SignatureKind::module;
-  return std::nullopt;
+  return parse<SignatureKind>(kSignatureKinds, text);
 }
-
-std::optional<Phase> parse_phase(std::string_view text) noexcept {
-  if (text == "prefill") return Phase::prefill;
-  if (text == "decode") return Phase::decode;
-  if (text == "mixed") return Phase::mixed;
-  return std::nullopt;
-}
-
+std::optional<Phase> parse_phase(std::string_view text) noexcept { return parse<Phase>(kPhases, text); }
 std::optional<MeasurementStatus> parse_measurement_status(std::string_view text) noexcept {
-  if (text == "ok") return MeasurementStatus::ok;
-  if (text == "failed") return MeasurementStatus::failed;
-  if (text == "oom") return MeasurementStatus::oom;
-  if (text == "timeout") return MeasurementStatus::timeout;
-  return std::nullopt;
+  return parse<MeasurementStatus>(kMeasurementStatuses, text);
 }
-
 std::optional<ResolutionStatus> parse_resolution_status(std::string_view text) noexcept {
-  if (text == "runs") return ResolutionStatus::runs;
-  if (text == "absorbed") return ResolutionStatus::absorbed;
-  if (text == "unrunnable") return ResolutionStatus::unrunnable;
-  return std::nullopt;
+  return parse<ResolutionStatus>(kResolutionStatuses, text);
 }
 
 }  // namespace dooly::store
