@@ -4,9 +4,9 @@
 A unit's key is the SHA-256 of what clang-tidy would see: the unit preprocessed with its own compile command
 (every header it includes, at the versions installed; no line markers; the repository's path replaced by a
 placeholder, so another checkout of the same tree has the same keys), plus .clang-tidy and clang-tidy's
-version. A key in the cache (.ci/tidy-clean.txt) means that exact text passed that exact configuration, so
-skipping it loses nothing; any change to the unit, a header, the flags, the configuration or the tool gives a
-new key and the unit is tidied again. scripts/lint.sh uses it:
+version (without the host CPU that `--version` also prints). A key in the cache (.ci/tidy-clean.txt) means that
+exact text passed that exact configuration, so skipping it loses nothing; any change to the unit, a header, the
+flags, the configuration or the tool gives a new key and the unit is tidied again. scripts/lint.sh uses it:
 
     tidy_cache.py keys BUILD_DIR FILE...    prints "FILE KEY" per unit (preprocessing in parallel)
 """
@@ -49,6 +49,9 @@ def _preprocess_argv(entry: dict) -> list[str]:
 
 def _tool_fingerprint(root: str) -> bytes:
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True, text=True).stdout
+    # `--version` also names the machine's CPU ("Host CPU: rocketlake"), which is not the tool: CI's machines
+    # differ from a developer's, and with the line kept no key ever matched there.
+    version = "\n".join(line for line in version.splitlines() if "Host CPU" not in line)
     with open(os.path.join(root, ".clang-tidy"), "rb") as f:
         config = f.read()
     return hashlib.sha256(version.encode() + b"\0" + config).digest()
