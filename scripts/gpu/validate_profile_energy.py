@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Checks dooly profile's energy per point against a long-window reference (issue 11, section 3).
 
-For N points already in the store (ok rows with energy), chosen across op classes and latencies: the unit is
-rebuilt exactly as the profiler builds it, measured once more the profiler's way (dooly.profile.measure.Timer with
-the core's energy engine), then run for --seconds (default 5) of back-to-back CUDA-graph replays between NVML energy
-counter reads. The counter lags (docs/results/2026-11-30-h200-kokkos-lag-robust.md), so each run is followed by an
+For N points already in the store (ok rows), chosen across op classes and latencies: each unit is rebuilt exactly
+as the profiler builds it and all N are measured once more the profiler's way, back to back in batches of the core's
+energy engine (dooly.profile.measure.Timer and EnergyBatch); then each runs for --seconds (default 5) of
+back-to-back CUDA-graph replays between NVML energy counter reads. The counter lags (docs/results/2026-11-30-h200-kokkos-lag-robust.md), so each run is followed by an
 idle gap split into a 0.5 s head and a 1.0 s rest: the reference is the counter's joules over the run plus the head,
 less the head's time at the rest's idle power, per call. Prints one row per point and writes a JSON file.
 
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python")
 
 import dooly_core  # noqa: E402
 
-from dooly.profile.measure import Settings, Timer, copies_for  # noqa: E402
+from dooly.profile.measure import EnergyBatch, Settings, Timer, copies_for  # noqa: E402
 from dooly.profile.units import OpUnit, find_op, load_trace  # noqa: E402
 
 
@@ -96,22 +96,39 @@ def main():
     baseline = next((ch["baseline_w"] for ch in rep["channels"] if ch.get("baseline_w")), None)
     meter = dooly_core.EnergyMeter(baseline, 0)
     settings = Settings(plan["measure"])
-    results = []
+    chosen = []
     for h, name, key, extra, lat, stored_j in pick(args.db, args.points, random.Random(5)):
         u = units.get(h)
-        if u is None:
-            continue
+        if u is not None:
+            chosen.append((h, name, key, json.loads(extra)["bindings"], stored_j, u))
+
+    def build(u, bindings):
         path = traces[u["trace"]]
         local = os.path.join(args.traces, os.path.basename(path))
-        op = find_op(cached_trace(local if os.path.exists(local) else path), u["step"], u["seq"])
-        unit = OpUnit(op, dev)
-        bindings = json.loads(extra)["bindings"]
+        unit = OpUnit(find_op(cached_trace(local if os.path.exists(local) else path), u["step"], u["seq"]), dev)
         unit.prepare(bindings, copies_for(unit.input_bytes(bindings), dev))
+        return unit
+
+    # The profiler's way: every chosen point back to back, in batches of the engine.
+    batch = EnergyBatch(meter, True, baseline)
+    timer = Timer(dev, settings, meter, baseline)
+    measured = []
+    with torch.no_grad():
+        for c in chosen:
+            unit = build(c[5], c[3])
+            region = batch.next_region()
+            batch.add(region, c, timer.run(unit, region))
+            unit.copies = []
+            if batch.full():
+                measured += batch.close()
+        measured += batch.close()
+    torch.cuda.empty_cache()
+    results = []
+    for (h, name, key, bindings, stored_j, u), again in measured:
+        unit = build(u, bindings)
         with torch.no_grad():
-            again = Timer(dev, settings, meter, baseline).run(unit)
             # The long window: the same replays for --seconds, between counter reads.
-            timer = Timer(dev, settings)
-            replay, graphed = timer._replayer(unit, again["extra"]["calls_per_sample"])
+            replay, graphed = Timer(dev, settings)._replayer(unit, again["extra"]["calls_per_sample"])
             per = again["extra"]["calls_per_sample"]
             time.sleep(1.5)
             c0 = counter.joules()
@@ -134,12 +151,13 @@ def main():
         ref_total = (c2 - c0) - idle_w * (t2 - t1)
         ref_j = ref_total / calls
         long_lat = (t1 - t0) / calls
-        mine = again["energy"]["j"] if again["energy"] else None
+        e = again["energy"] or {}
+        mine = e.get("j")
         row = {"hash": h, "name": name, "point": key, "latency_s": again["latency_s"]["mean"],
-               "long_latency_s": long_lat, "dooly_j": mine, "dooly_hw_j": again["energy"] and again["energy"]["hw_j"],
-               "dooly_trapezoid_j": again["energy"] and again["energy"].get("trapezoid_j"),
-               "trapezoid_error": ((again["energy"]["trapezoid_j"] - ref_j) / ref_j
-                                   if again["energy"] and again["energy"].get("trapezoid_j") else None),
+               "long_latency_s": long_lat, "dooly_j": mine, "dooly_hw_j": e.get("hw_j"),
+               "dooly_trapezoid_j": e.get("trapezoid_j"), "avg_power_w": e.get("avg_power_w"),
+               "reference_power_w": ref_total / (t1 - t0),
+               "trapezoid_error": (e["trapezoid_j"] - ref_j) / ref_j if e.get("trapezoid_j") else None,
                "stored_j": stored_j, "reference_j": ref_j, "idle_w": idle_w, "calls": calls, "graphed": graphed,
                "error": (mine - ref_j) / ref_j if mine else None,
                "stored_error": (stored_j - ref_j) / ref_j if stored_j else None}

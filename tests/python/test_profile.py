@@ -72,6 +72,9 @@ def test_profile_measures_every_unit_once_with_energy(tmp_path):
     assert all(e is not None and e > 0 for _, _, e, *_ in ok)  # energy at every point, through the engine
     assert all(lat > 0 and reps >= 3 for *_, lat, reps in ok)
     assert sum(hw is not None for _, _, _, hw, *_ in ok) > total // 2  # the model's interval where it fitted
+    # A unit's points are metered back to back, a batch to an engine run (measure.EnergyBatch: <= 24 points).
+    sizes = [json.loads(x)["energy"]["batch_points"] for (x,) in rows(db, "SELECT extra_json FROM measurements")]
+    assert max(sizes) > 1 and max(sizes) <= 24 and min(sizes) >= 1
     assert rows(db, "SELECT status, count(*) FROM resolutions GROUP BY status") == [("runs", 68)]
     # The provenance of the points: the measurement context with its versions, the grid's hash on every row.
     (extra,) = rows(db, "SELECT extra_json FROM provenance WHERE extra_json LIKE '%measure%'")[0]

@@ -10,12 +10,17 @@ exceeds twice the L2 cache (capped at 64 copies and 2 GiB): in serving, the weig
 because the other layers ran in between. A unit larger than the L2 gets one copy.
 
 Energy: the project's energy engine (dooly_core.EnergyMeter: the connector's sampler and attributor, NVML's 50 Hz
-buffer on a GPU) over the timed samples as one window; J per call = the window's energy (model mode with the idle
-baseline as fixed intercept when fitted, else the trapezoid) less the idle baseline over the gaps between samples,
-divided by the calls; its interval is the model's 95 % half-width per call."""
+buffer on a GPU). The points of a unit run back to back in one run of the engine (EnergyBatch: up to 24 points or
+3 s of timed windows a run), each point's timed samples one region and its warm-up and graph capture another, so
+the device does not fall idle between points and the engine's start and stop (the sensor's lag, the counters) are
+paid once a batch, not once a point. J per call = the point's region energy (model mode with the idle baseline as
+fixed intercept when fitted, else the trapezoid) less the idle baseline over the gaps between samples, divided by
+the calls; its interval is the model's 95 % half-width per call. A batch's points are committed when the batch
+closes: a crash loses the batch in flight (at most 3 s of measuring), never a committed point."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -71,6 +76,9 @@ def _gpu_state(device) -> dict:
         return {}
 
 
+WARM_SUFFIX = ":warm"  # the region of a point's warm-up and graph capture (its energy is not the point's)
+
+
 class Timer:
     """Runs `unit.call` (prepared) and returns its per-call statistics, with energy when a meter is given."""
 
@@ -88,12 +96,48 @@ class Timer:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
-    def run(self, unit) -> dict:
-        s = self.s
-        # Warm-up: at least 3 calls and warmup_s.
+    def run(self, unit, region: str | None = None) -> dict:
+        """Times `unit`; with a region name (EnergyBatch.next_region) its warm-up and timed window are that batch's
+        regions, and the batch adds the energy when it closes."""
+        with self._region(region, WARM_SUFFIX):
+            replay, graphed, per = self._warm_up(unit)
+        if self.cuda and time.perf_counter() - self._last_state > self.state_every_s:
+            self._state = _gpu_state(self.device)
+            self._last_state = time.perf_counter()
+        w0 = time.perf_counter()
+        with self._region(region, ""):
+            samples, capped = self._sample(replay, per, w0)
+        window_s = time.perf_counter() - w0
+        mean = statistics.fmean(samples)
+        return {
+            "repetitions": len(samples) * per,
+            "latency_s": {"mean": mean, "median": statistics.median(samples), "min": min(samples), "max": max(samples),
+                          "std": statistics.stdev(samples) if len(samples) > 1 else 0.0},
+            "energy": None,
+            "busy_s": sum(samples) * per,
+            "extra": {"samples": len(samples), "calls_per_sample": per, "cuda_graph": graphed,
+                      "ci95_rel": _ci_half_width(samples) / mean if mean > 0 else None, "capped": capped,
+                      "window_s": window_s, **self._state},
+        }
+
+    @contextlib.contextmanager
+    def _region(self, region: str | None, suffix: str):
+        """One of the point's regions in the batch's engine run (nothing without a region); closed on any exit."""
+        if region is None or self.meter is None:
+            yield
+            return
+        dev = (self.device.index or 0) if self.cuda else -1
+        self.meter.begin(region + suffix, dev)
+        try:
+            yield
+        finally:
+            self.meter.end(region + suffix, dev)
+
+    def _warm_up(self, unit):
+        """At least 3 calls and warmup_s, then the replayer of `per` calls (a CUDA graph when it captures)."""
         t0 = time.perf_counter()
         n = 0
-        while n < 3 or time.perf_counter() - t0 < s.warmup_s:
+        while n < 3 or time.perf_counter() - t0 < self.s.warmup_s:
             unit.call()
             n += 1
             if n % 8 == 0:
@@ -102,17 +146,12 @@ class Timer:
         est = (time.perf_counter() - t0) / n
         per = max(1, min(64 if self.cuda else 1000, math.ceil((2e-3 if self.cuda else 1e-3) / max(est, 1e-9))))
         replay, graphed = self._replayer(unit, per)
+        return replay, graphed, per
 
-        if self.cuda and time.perf_counter() - self._last_state > self.state_every_s:
-            self._state = _gpu_state(self.device)
-            self._last_state = time.perf_counter()
+    def _sample(self, replay, per: int, w0: float) -> tuple[list[float], bool]:
+        """Per-call times of replays (of `per` calls each) until the noise criterion holds, or the cap (then True)."""
+        s = self.s
         samples: list[float] = []
-        dev = self.device.index if self.cuda else -1
-        if self.meter is not None:
-            self.meter.start()
-            self.meter.begin("point", dev if dev is not None else 0)
-        w0 = time.perf_counter()
-        capped = False
         batch = 8
         while True:
             if self.cuda:
@@ -131,27 +170,10 @@ class Timer:
             elapsed = time.perf_counter() - w0
             mean = statistics.fmean(samples)
             if len(samples) >= s.min_reps and elapsed >= s.min_time_s and _ci_half_width(samples) <= s.rel_ci * mean:
-                break
+                return samples, False
             if elapsed >= s.max_time_s:
-                capped = True
-                break
+                return samples, True
             batch = min(256, batch * 2)
-        window_s = time.perf_counter() - w0
-        energy = None
-        if self.meter is not None:
-            self.meter.end("point", dev if dev is not None else 0)
-            energy = self._energy(self.meter.stop(), len(samples) * per, window_s, sum(samples) * per)
-        mean = statistics.fmean(samples)
-        out = {
-            "repetitions": len(samples) * per,
-            "latency_s": {"mean": mean, "median": statistics.median(samples), "min": min(samples), "max": max(samples),
-                          "std": statistics.stdev(samples) if len(samples) > 1 else 0.0},
-            "energy": energy,
-            "extra": {"samples": len(samples), "calls_per_sample": per, "cuda_graph": graphed,
-                      "ci95_rel": _ci_half_width(samples) / mean if mean > 0 else None, "capped": capped,
-                      "window_s": window_s, **self._state},
-        }
-        return out
 
     def _replayer(self, unit, per):
         """A zero-argument callable that runs `per` calls: a CUDA graph replay when the unit can be captured."""
@@ -180,32 +202,78 @@ class Timer:
 
         return eager, False
 
-    def _energy(self, report_json: str, calls: int, window_s: float, busy_s: float) -> dict | None:
+
+def point_energy(rep: dict, region: str, calls: int, busy_s: float, cuda: bool,
+                 baseline_w: float | None) -> dict | None:
+    """J per call of the point measured as `region` of an engine report (EnergyMeter.stop's JSON, parsed)."""
+    for ch in rep.get("channels", []):
+        for r in ch.get("regions", []):
+            if r.get("name") != region or not r.get("calls"):
+                continue
+            model_j = r.get("model_energy_j")
+            total_j = model_j if model_j is not None else r.get("energy_j")
+            if total_j is None:
+                continue
+            idle_w = baseline_w if baseline_w is not None else ch.get("baseline_w", 0.0) or 0.0
+            # On a GPU the gaps between event-timed samples are the device idling while the host syncs: charge
+            # them at the idle baseline, not to the unit. On a CPU the loop between samples is host work like
+            # the unit's, at its power: no correction.
+            gaps_s = max(0.0, r.get("time_s", busy_s) - busy_s) if cuda else 0.0
+            j = (total_j - idle_w * gaps_s) / calls
+            if j <= 0:
+                return {"j": None, "note": f"below the resolution floor (window {total_j:.4g} J, idle over gaps "
+                                           f"{idle_w * gaps_s:.4g} J)"}
+            hw = r.get("model_energy_hw_j")
+            trap_j = (r.get("energy_j", 0.0) - idle_w * gaps_s) / calls  # both figures kept: they are checked
+            return {"j": j, "hw_j": hw / calls if hw is not None else None, "trapezoid_j": trap_j,
+                    "readings": ch.get("model_fit", {}).get("samples"),
+                    "avg_power_w": j * calls / busy_s if busy_s > 0 else None,
+                    "method": "model" if model_j is not None else "trapezoid",
+                    "channel": ch.get("name", ""), "window_s": r.get("time_s"), "idle_w": idle_w}
+    return None
+
+
+class EnergyBatch:
+    """Points measured back to back in one run of the energy engine. next_region() names the next point's region
+    (starting the run when none is open); add() keeps its timing result; full() says when to close; close() stops
+    the run and returns the kept (payload, result) pairs with each result's "energy" filled in."""
+
+    def __init__(self, meter, cuda: bool, baseline_w: float | None, max_points: int = 24, max_window_s: float = 3.0):
+        # 24 points = 48 regions: within the engine's 64 fitted columns for which it keeps the jackknife's blocks.
+        self.meter, self.cuda, self.baseline_w = meter, cuda, baseline_w
+        self.max_points, self.max_window_s = max_points, max_window_s
+        self.kept: list[tuple[object, dict, str]] = []
+        self.running = False
+        self.window_s = 0.0
+        self.n = 0
+
+    def next_region(self) -> str:
+        if not self.running:
+            self.meter.start()
+            self.running, self.window_s, self.n = True, 0.0, 0
+        self.n += 1
+        return f"p{self.n - 1}"  # names repeat from batch to batch: the engine's key table stays small
+
+    def add(self, region: str, payload, result: dict) -> None:
+        self.kept.append((payload, result, region))
+        self.window_s += result["extra"].get("window_s", 0.0)
+
+    def full(self) -> bool:
+        return self.running and (self.n >= self.max_points or self.window_s >= self.max_window_s)
+
+    def close(self) -> list[tuple[object, dict]]:
+        if not self.running:
+            return []
         import json
 
-        rep = json.loads(report_json)
-        for ch in rep.get("channels", []):
-            for r in ch.get("regions", []):
-                if r.get("name") != "point" or not r.get("calls"):
-                    continue
-                model_j = r.get("model_energy_j")
-                total_j = model_j if model_j is not None else r.get("energy_j")
-                if total_j is None:
-                    continue
-                idle_w = self.baseline_w if self.baseline_w is not None else ch.get("baseline_w", 0.0) or 0.0
-                # On a GPU the gaps between event-timed samples are the device idling while the host syncs: charge
-                # them at the idle baseline, not to the unit. On a CPU the loop between samples is host work like
-                # the unit's, at its power: no correction.
-                gaps_s = max(0.0, r.get("time_s", window_s) - busy_s) if self.cuda else 0.0
-                j = (total_j - idle_w * gaps_s) / calls
-                if j <= 0:
-                    return {"j": None, "note": f"below the resolution floor (window {total_j:.4g} J, idle over gaps "
-                                               f"{idle_w * gaps_s:.4g} J)"}
-                hw = r.get("model_energy_hw_j")
-                trap_j = (r.get("energy_j", 0.0) - idle_w * gaps_s) / calls  # both figures kept: they are checked
-                return {"j": j, "hw_j": hw / calls if hw is not None else None, "trapezoid_j": trap_j,
-                        "readings": ch.get("model_fit", {}).get("samples"),
-                        "avg_power_w": j * calls / busy_s if busy_s > 0 else None,
-                        "method": "model" if model_j is not None else "trapezoid",
-                        "channel": ch.get("name", ""), "window_s": r.get("time_s"), "idle_w": idle_w}
-        return None
+        self.running = False
+        rep = json.loads(self.meter.stop())
+        out = []
+        for payload, result, region in self.kept:
+            result["energy"] = point_energy(rep, region, result["repetitions"], result["busy_s"], self.cuda,
+                                            self.baseline_w)
+            if result["energy"] is not None:
+                result["energy"]["batch_points"] = len(self.kept)
+            out.append((payload, result))
+        self.kept = []
+        return out

@@ -236,54 +236,78 @@ class Worker:
         self.store.commit_point(json.dumps(r))
 
     def measure_unit(self, unit: dict, runner, unit_hash: str, progress: Progress, settings) -> None:
+        """Every planned point of the unit, largest first, back to back in batches of the energy engine
+        (measure.EnergyBatch); a point's row is committed when its batch closes, a failed point's at once."""
+        from .measure import EnergyBatch
+
+        timer = self.Timer(self.device, settings, self.meter, self.baseline_w)
+        batch = EnergyBatch(self.meter, self.device.type == "cuda", self.baseline_w) if self.meter else None
+        ooms: list[dict] = []
+        try:
+            for point in unit["points"]:
+                if self.args.stop_at and time.time() > self.args.stop_at:
+                    raise Deadline()
+                self.measure_point(unit, runner, unit_hash, point, timer, batch, ooms)
+                if batch is not None and batch.full():
+                    self.commit_batch(unit_hash, batch)
+                progress.step(point["estimated_s"])
+        finally:
+            if batch is not None:  # a deadline or a GPU fault still commits what the batch measured
+                self.commit_batch(unit_hash, batch)
+            self.heartbeat.set({})
+
+    def commit_batch(self, unit_hash: str, batch) -> None:
+        for (point, extra), result in batch.close():
+            self.commit_ok(unit_hash, point, result, extra)
+
+    def commit_ok(self, unit_hash: str, point: dict, result: dict, extra: dict) -> None:
+        if result.get("energy"):  # the store's columns take the figure; the rest of it goes to extra
+            result["extra"]["energy"] = {k: v for k, v in result["energy"].items() if k not in ("j", "hw_j")}
+        result.pop("busy_s", None)
+        self.commit(unit_hash, point, "ok", result=result, extra=extra)
+
+    def measure_point(self, unit: dict, runner, unit_hash: str, point: dict, timer, batch, ooms: list) -> None:
         from .measure import copies_for
         from .units import UnitError, describe_error, output_shapes
 
-        timer = self.Timer(self.device, settings, self.meter, self.baseline_w)
-        ooms: list[dict] = []
-        for point in unit["points"]:
-            if self.args.stop_at and time.time() > self.args.stop_at:
-                raise Deadline()
-            swept = {k: point["bindings"][k] for k in unit["swept"]}
-            self.heartbeat.set({"unit": unit_hash, "point": point, "started": time.time(),
-                                "provenance_id": self.provenance})
-            dom = _dominated(swept, ooms)
-            if dom is not None:
-                self.commit(unit_hash, point, "oom", f"trimmed: at least as large as out-of-memory point {json.dumps(dom)}")
-                progress.step(point["estimated_s"])
-                continue
-            t0 = time.perf_counter()
-            try:
-                copies = copies_for(runner.input_bytes(point["bindings"]), self.device)
-                runner.prepare(point["bindings"], copies)
-                with self.torch.no_grad():
-                    want = runner.expected_shapes(point["bindings"])
-                    if want is not None and output_shapes(runner.call()) != want:  # every point, not only the first
-                        raise UnitError(f"outputs at this point are not the traced shapes evaluated here: {want}")
-                    result = timer.run(runner)
-                if result.get("energy"):  # the store's columns take the figure; the rest of it goes to extra
-                    result["extra"]["energy"] = {k: v for k, v in result["energy"].items() if k not in ("j", "hw_j")}
-                self.commit(unit_hash, point, "ok", result=result,
-                            extra={"copies": copies, "level": runner.level, "point_s": time.perf_counter() - t0,
-                                   "kernels": getattr(runner, "kernel_check", None)})
-            except Exception as e:  # noqa: BLE001 - a point's failure is stored with its reason; the run goes on
-                if is_gpu_fault(e):
-                    self.commit(unit_hash, point, "failed", describe_error(e))
-                    raise
-                status = "oom" if is_oom(e) else "failed"
-                if status == "oom":
-                    ooms.append(swept)
-                self.commit(unit_hash, point, status, describe_error(e),
-                            extra={"point_s": time.perf_counter() - t0})
-                if isinstance(e, UnitError):
-                    _say(f"{unit['name']} {unit_hash[:12]} {point['key']}: {describe_error(e)}")
-            finally:
-                runner.copies = []
-                runner._graph = None
-                if ooms and self.device.type == "cuda":
-                    self.torch.cuda.empty_cache()  # after an out-of-memory point only: it costs a sync a point
-            progress.step(point["estimated_s"])
-        self.heartbeat.set({})
+        swept = {k: point["bindings"][k] for k in unit["swept"]}
+        self.heartbeat.set({"unit": unit_hash, "point": point, "started": time.time(),
+                            "provenance_id": self.provenance})
+        dom = _dominated(swept, ooms)
+        if dom is not None:
+            self.commit(unit_hash, point, "oom", f"trimmed: at least as large as out-of-memory point {json.dumps(dom)}")
+            return
+        t0 = time.perf_counter()
+        try:
+            copies = copies_for(runner.input_bytes(point["bindings"]), self.device)
+            runner.prepare(point["bindings"], copies)
+            with self.torch.no_grad():
+                want = runner.expected_shapes(point["bindings"])
+                if want is not None and output_shapes(runner.call()) != want:  # every point, not only the first
+                    raise UnitError(f"outputs at this point are not the traced shapes evaluated here: {want}")
+                region = batch.next_region() if batch is not None else None
+                result = timer.run(runner, region)
+            extra = {"copies": copies, "level": runner.level, "point_s": time.perf_counter() - t0,
+                     "kernels": getattr(runner, "kernel_check", None)}
+            if batch is not None:
+                batch.add(region, (point, extra), result)
+            else:
+                self.commit_ok(unit_hash, point, result, extra)
+        except Exception as e:  # noqa: BLE001 - a point's failure is stored with its reason; the run goes on
+            if is_gpu_fault(e):
+                self.commit(unit_hash, point, "failed", describe_error(e))
+                raise
+            status = "oom" if is_oom(e) else "failed"
+            if status == "oom":
+                ooms.append(swept)
+            self.commit(unit_hash, point, status, describe_error(e), extra={"point_s": time.perf_counter() - t0})
+            if isinstance(e, UnitError):
+                _say(f"{unit['name']} {unit_hash[:12]} {point['key']}: {describe_error(e)}")
+        finally:
+            runner.copies = []
+            runner._graph = None
+            if ooms and self.device.type == "cuda":
+                self.torch.cuda.empty_cache()  # after an out-of-memory point only: it costs a sync a point
 
     def run(self) -> int:
         passes = 0
