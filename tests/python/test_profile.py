@@ -202,3 +202,38 @@ def test_kernel_check_classifies_launched_against_traced_kernels():
     assert compare_kernels(["a", "b"], ["a"])[0] == "subset"
     assert compare_kernels(["a"], ["z"])[0] == "disjoint"
     assert compare_kernels([], ["z"])[0] == "untraced"
+
+
+def _sdpa_op(kernels: str) -> dict:
+    trace = json.loads(LLAMA.read_text())
+    op = next(o for o in trace["steps"][0]["ops"] if o["op"] == "scaled_dot_product_attention")
+    for s in op["scalars"]:
+        if s["arg"] == "@sdpa_kernels":
+            s["value"] = kernels
+    return op
+
+
+def test_an_sdpa_unit_runs_with_the_kernels_its_trace_allowed():
+    """The trace's @sdpa_kernels (the switches torch.nn.attention.sdpa_kernel had set) are in force while the unit
+    runs, so a unit of `sdpa[efficient]` cannot pick cuDNN's kernel (H200, 2026-12-02: 8 signatures did)."""
+    import torch
+
+    from dooly.profile.units import OpUnit, UnitError
+
+    unit = OpUnit(_sdpa_op("math"), torch.device("cpu"))
+    seen = []
+    real = unit.fn
+
+    def spy(*a, **k):
+        b = torch.backends.cuda
+        seen.append((b.math_sdp_enabled(), b.flash_sdp_enabled(), b.mem_efficient_sdp_enabled(), b.cudnn_sdp_enabled()))
+        return real(*a, **k)
+
+    unit.fn = spy
+    unit.prepare(None)
+    out = unit.call()
+    assert list(out.shape) == unit.expected_shapes(None)[0]
+    assert seen == [(True, False, False, False)]
+    assert torch.backends.cuda.flash_sdp_enabled()  # restored after the call
+    with pytest.raises(UnitError, match="SDPA kernels 'warp9'"):
+        OpUnit(_sdpa_op("warp9"), torch.device("cpu"))

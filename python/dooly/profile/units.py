@@ -109,6 +109,24 @@ def tensor_bytes(info: dict, bindings: dict | None) -> int:
     return math.prod(shape_at(info, bindings)) * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
 
 
+def sdpa_backends(op: dict) -> list | None:
+    """The SDPA kernels the traced call could choose from (its `@sdpa_kernels` pseudo-argument, the switches
+    torch.nn.attention.sdpa_kernel had set), as SDPBackend values; None for other ops."""
+    from dooly.tracer.recorder import SDPA_KERNELS_ARG
+
+    text = next((s["value"] for s in op.get("scalars", []) if s.get("arg") == SDPA_KERNELS_ARG), None)
+    if text is None:
+        return None
+    from torch.nn.attention import SDPBackend
+
+    names = {"cudnn": SDPBackend.CUDNN_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+             "flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
+    unknown = [n for n in text.split(",") if n not in names]
+    if unknown or not text:
+        raise UnitError(f"the trace's SDPA kernels '{text}' name no kernel this worker knows: re-trace with this build")
+    return [names[n] for n in text.split(",")]
+
+
 class _Unit:
     """What every unit shares: `copies` sets of arguments made by prepare(), cycled through by call()."""
 
@@ -151,6 +169,15 @@ class OpUnit(_Unit):
             raise UnitError(f"'{op['fn']}' is not a torch callable (DOOLY_PROFILE_ALLOW_FN lists exceptions)")
         self.op = op
         self.fn = callref.resolve_fn(op["fn"])
+        self.sdpa_backends = sdpa_backends(op)
+
+    def call(self):
+        if self.sdpa_backends is None:
+            return super().call()
+        from torch.nn.attention import sdpa_kernel
+
+        with sdpa_kernel(self.sdpa_backends):  # the kernels the traced call could choose from, no others
+            return super().call()
 
     def input_bytes(self, bindings) -> int:
         return sum(tensor_bytes(info, bindings) for info in self.op["inputs"])
