@@ -51,12 +51,14 @@ class Counter:
 cached_trace = functools.lru_cache(maxsize=2)(load_trace)  # points of one trace share its parse
 
 
-def pick(db, n, rnd):
+def pick(db, n, rnd, units):
+    """n ok points of the plan's op units: 3/4 of >= 1 ms (at most 3 per op name), the rest of 50 us to 1 ms."""
     with sqlite3.connect(db) as c:
         rows = c.execute(
             "SELECT s.hash, s.name, m.point_key, m.extra_json, m.latency_mean_s, m.energy_j FROM measurements m "
             "JOIN signatures s ON s.id = m.signature_id WHERE m.status = 'ok' "
-            "AND s.kind = 'op'").fetchall()
+            "AND s.kind = 'op' ORDER BY m.id").fetchall()
+    rows = sorted({(r[0], r[2]): r for r in rows if r[0] in units}.values())  # one row a point (the newest id wins)
     long_ = [r for r in rows if r[4] >= 1e-3]
     short = [r for r in rows if 5e-5 <= r[4] < 1e-3]
     rnd.shuffle(long_)
@@ -97,7 +99,7 @@ def main():
     meter = dooly_core.EnergyMeter(baseline, 0)
     settings = Settings(plan["measure"])
     chosen = []
-    for h, name, key, extra, lat, stored_j in pick(args.db, args.points, random.Random(5)):
+    for h, name, key, extra, lat, stored_j in pick(args.db, args.points, random.Random(5), units):
         u = units.get(h)
         if u is not None:
             chosen.append((h, name, key, json.loads(extra)["bindings"], stored_j, u))
