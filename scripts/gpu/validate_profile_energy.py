@@ -113,7 +113,7 @@ def main():
 
     # The profiler's way: every chosen point back to back, in batches of the engine.
     batch = EnergyBatch(meter, True, baseline)
-    timer = Timer(dev, settings, meter, baseline)
+    timer = Timer(dev, settings, meter)
     measured = []
     with torch.no_grad():
         for c in chosen:

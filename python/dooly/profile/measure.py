@@ -80,14 +80,14 @@ WARM_SUFFIX = ":warm"  # the region of a point's warm-up and graph capture (its 
 
 
 class Timer:
-    """Runs `unit.call` (prepared) and returns its per-call statistics, with energy when a meter is given."""
+    """Runs `unit.call` (prepared) and returns its per-call statistics; with a meter, the warm-up and the timed
+    window are regions of the meter's open run (EnergyBatch fills in the energy when the run closes)."""
 
-    def __init__(self, device, settings: Settings, meter=None, baseline_w: float | None = None, state_every_s=30.0):
+    def __init__(self, device, settings: Settings, meter=None, state_every_s=30.0):
         self.device = device
         self.cuda = device.type == "cuda"
         self.s = settings
         self.meter = meter
-        self.baseline_w = baseline_w
         self._last_state = -1e9
         self._state = {}
         self.state_every_s = state_every_s

@@ -240,7 +240,7 @@ class Worker:
         (measure.EnergyBatch); a point's row is committed when its batch closes, a failed point's at once."""
         from .measure import EnergyBatch
 
-        timer = self.Timer(self.device, settings, self.meter, self.baseline_w)
+        timer = self.Timer(self.device, settings, self.meter)
         batch = EnergyBatch(self.meter, self.device.type == "cuda", self.baseline_w) if self.meter else None
         ooms: list[dict] = []
         try:
