@@ -1,8 +1,12 @@
 #include "dooly/trace/trace.hpp"
 
 #include <fstream>
+#include <limits>
+#include <optional>
+#include <type_traits>
 
 #include "dooly/common/error.hpp"
+#include "dooly/common/json_int.hpp"
 
 namespace dooly::trace {
 
@@ -10,30 +14,49 @@ using nlohmann::json;
 
 namespace {
 
+constexpr const char* kFix = "re-create the trace with `dooly trace`";
+
+// An integer field: a JSON integer that fits T (json_integer), never a cast of a float.
+template <typename T>
+T checked_integer(const json& v, const char* key, const std::string& where) {
+  const std::optional<T> i = json_integer<T>(v);
+  if (!i)
+    DOOLY_THROW(InputError, kFix, "{}: field '{}' has the wrong type: an integer in [{}, {}], not {}", where, key,
+                std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), v.dump(-1, ' ', true).substr(0, 40));
+  return *i;
+}
+
 template <typename T>
 T field(const json& j, const char* key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key))
-    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: missing field '{}'", where, key);
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "{}: field '{}' has the wrong type ({})", where,
-                key, e.what());
+  if (!j.is_object() || !j.contains(key)) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", where, key);
+  if constexpr (std::is_integral_v<T>) {
+    return checked_integer<T>(j.at(key), key, where);
+  } else {
+    try {
+      return j.at(key).get<T>();
+    } catch (const json::exception& e) {
+      DOOLY_THROW(InputError, kFix, "{}: field '{}' has the wrong type ({})", where, key, e.what());
+    }
   }
+}
+
+// An optional integer field: `fallback` when absent, checked like field<int64_t> when present.
+int64_t optional_integer(const json& j, const char* key, int64_t fallback, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  return checked_integer<int64_t>(j.at(key), key, where);
 }
 
 TensorInfo parse_tensor(const json& j, const std::string& where) {
   TensorInfo t;
   t.dtype = j.value("dtype", "");
   for (const auto& d : j.at("shape")) t.shape.push_back(parse_dim(d));
-  (void)where;
   return t;
 }
 
 OpRecord parse_op(const json& j, const std::string& where) {
   OpRecord r;
   r.seq = field<int64_t>(j, "seq", where);
-  r.call = j.value("call", int64_t{-1});
+  r.call = optional_integer(j, "call", -1, where);
   r.op = field<std::string>(j, "op", where);
   r.module = j.value("module", "");
   for (const auto& t : j.value("inputs", json::array())) r.inputs.push_back(parse_tensor(t, where));
@@ -74,8 +97,7 @@ Trace parse_trace(const json& j, const std::string& origin) {
   try {
     return parse_trace_fields(j, origin);
   } catch (const json::exception& e) {
-    DOOLY_THROW(InputError, "re-create the trace with `dooly trace`",
-                "{}: a field has the wrong type or is missing ({})", origin, e.what());
+    DOOLY_THROW(InputError, kFix, "{}: a field has the wrong type or is missing ({})", origin, e.what());
   }
 }
 
@@ -117,12 +139,12 @@ Trace parse_trace_fields(const json& j, const std::string& origin) {
     const std::string where = origin + " step";
     st.step = field<int64_t>(s, "step", where);
     st.kind = field<std::string>(s, "kind", where);
-    st.num_tokens = s.value("num_tokens", int64_t{0});
-    st.num_requests = s.value("num_requests", int64_t{0});
-    st.num_prefill_tokens = s.value("num_prefill_tokens", int64_t{0});
-    st.num_decode_requests = s.value("num_decode_requests", int64_t{0});
+    st.num_tokens = optional_integer(s, "num_tokens", 0, where);
+    st.num_requests = optional_integer(s, "num_requests", 0, where);
+    st.num_prefill_tokens = optional_integer(s, "num_prefill_tokens", 0, where);
+    st.num_decode_requests = optional_integer(s, "num_decode_requests", 0, where);
     for (const auto& c : s.value("calls", json::array()))
-      st.calls.push_back({field<int64_t>(c, "id", where), c.value("parent", int64_t{-1}),
+      st.calls.push_back({field<int64_t>(c, "id", where), optional_integer(c, "parent", -1, where),
                           field<int64_t>(c, "seq", where), field<std::string>(c, "module", where)});
     for (const auto& o : field<json>(s, "ops", where)) st.ops.push_back(parse_op(o, where + " op"));
     t.steps.push_back(std::move(st));
