@@ -23,6 +23,7 @@
 #include "dooly/store/ingest.hpp"
 #include "dooly/taint/session.hpp"
 #include "dooly/trace/call_tree.hpp"
+#include "dooly/trace/layout.hpp"
 #include "dooly/trace/model_config.hpp"
 #include "dooly/trace/trace.hpp"
 
@@ -170,6 +171,15 @@ PYBIND11_MODULE(dooly_core, m) {
         });
       },
       py::arg("value_form"), py::arg("bindings"), "A dimension's value form evaluated at a sweep point's bindings.");
+  m.def(
+      "strides_at",
+      [](const std::vector<int64_t>& traced_sizes, const std::vector<int64_t>& strides, int64_t offset,
+         const std::vector<int64_t>& sizes) {
+        const trace::StridesAt a = trace::strides_at(traced_sizes, trace::Layout{strides, offset}, sizes);
+        return py::make_tuple(a.strides, a.offset, a.storage_elements);
+      },
+      py::arg("traced_sizes"), py::arg("strides"), py::arg("offset"), py::arg("sizes"),
+      "(strides, offset, storage elements) of a traced layout carried to new sizes (dooly::trace::strides_at).");
   m.def("profile_plan", &profile_plan, py::arg("db"), py::arg("traces"), py::arg("grid"), py::arg("provenance_id"),
         py::arg("shard") = "0/1", py::arg("retry_failed") = false, py::arg("require_energy") = true,
         "The profiling plan (docs/profile.md) as JSON text: units, points the store lacks, estimates.");

@@ -382,6 +382,9 @@ def test_call_args_encoding():
     json.dumps(call, allow_nan=False)  # strict JSON
     long = callref.encode_call((list(range(65)),), {}, lambda x: None, lambda x: None, bounded=True)
     assert long["args"] == [{"other": "list[65]"}]
+    # Module inputs write tensors inline, so one in a dict or a slice is written too (not {"other": "Tensor"}).
+    inline = callref.encode_call(({"a": t}, slice(t, None)), {}, lambda x: {"t": "T"}, tint, inline=True)
+    assert inline["args"] == [{"dict": {"a": {"t": "T"}}}, {"slice": [{"t": "T"}, None, None]}]
 
 
 def test_call_args_in_indices_follow_the_inputs_order():
@@ -479,3 +482,20 @@ def test_module_calls_carry_class_and_inputs(llama_trace):
     norm = next(c for c in calls if c["module"] == "model.layers.0.input_layernorm")
     assert norm["class"] == "LlamaRMSNorm" and norm["inputs"]["kwargs"] == {}
     json.dumps(llama_trace, allow_nan=False)
+
+
+def test_strided_tensors_record_their_layout_and_contiguous_ones_do_not():
+    """Trace format 3: what the profiler needs to rebuild a view (docs/dooly-tracing.md, "Layouts")."""
+    import torch
+
+    from dooly.tracer.recorder import tensor_layout
+
+    x = torch.randn(1, 7, 4, 64)
+    assert tensor_layout(x) is None
+    assert tensor_layout(x.transpose(1, 2)) == {"strides": [1792, 64, 256, 1], "offset": 0}
+    qkv = torch.randn(5, 3 * 256)
+    assert tensor_layout(qkv[:, 256:512]) == {"strides": [768, 1], "offset": 256}
+    assert tensor_layout(qkv[1:]) is None  # contiguous at 768 floats (3072 bytes): aligned, nothing to record
+    last = torch.randn(1, 7, 3)[:, -1]  # contiguous, but 18 floats (72 bytes) in: not 16-byte aligned
+    assert tensor_layout(last) == {"strides": [21, 1], "offset": 18}
+    assert tensor_layout(torch.randn(2, 1, 8).expand(2, 4, 8))["strides"] == [8, 0, 1]

@@ -57,14 +57,14 @@ def test_signatures_cli_writes_the_store(repo_root, tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["model", "backend", "ops", "unique", "new", "shared-with-earlier"]
-    assert lines[1].split() == ["llama-3.1-8b-tiny", "paged|sdpa", "494", "68", "68", "0"]
-    assert lines[2].split() == ["qwen2.5-7b-tiny", "paged|sdpa", "500", "71", "6", "65"]
-    assert lines[3].split() == ["gemma-2-9b-it-tiny", "paged|sdpa", "1261", "91", "25", "66"]
-    assert lines[4] == "total occurrences 2255 -> unique signatures 99"
+    assert lines[1].split() == ["llama-3.1-8b-tiny", "paged|sdpa", "494", "71", "71", "0"]
+    assert lines[2].split() == ["qwen2.5-7b-tiny", "paged|sdpa", "500", "74", "6", "68"]
+    assert lines[3].split() == ["gemma-2-9b-it-tiny", "paged|sdpa", "1261", "95", "27", "68"]
+    assert lines[4] == "total occurrences 2255 -> unique signatures 104"
     import sqlite3
     con = sqlite3.connect(db)
     n_ops = con.execute("select count(*) from signatures where kind='op'").fetchone()[0]
-    assert n_ops == 99
+    assert n_ops == 104
     # Running again: nothing is new, everything is shared with what the store holds.
     again = subprocess.run([str(exe), "signatures", traces[0], "--db", str(db)], capture_output=True, text=True)
-    assert again.stdout.splitlines()[1].split() == ["llama-3.1-8b-tiny", "paged|sdpa", "494", "68", "0", "68"]
+    assert again.stdout.splitlines()[1].split() == ["llama-3.1-8b-tiny", "paged|sdpa", "494", "71", "0", "71"]

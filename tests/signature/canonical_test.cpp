@@ -12,18 +12,26 @@ namespace {
 
 using nlohmann::json;
 
-trace::DimLabel dim(int64_t v, taint::Kind k, std::string e, std::string f) { return {v, k, std::move(e), std::move(f)}; }
+trace::DimLabel dim(int64_t v, taint::Kind k, std::string e, std::string f) {
+  return {v, k, std::move(e), std::move(f)};
+}
 
 trace::OpRecord linear_op(int64_t toks, int64_t hidden) {
   trace::OpRecord op;
   op.op = "linear";
   op.module = "model.layers.0.mlp.down_proj";
   op.inputs = {{{dim(1, taint::Kind::none, "1", "1"), dim(toks, taint::Kind::num_toks, "NUM_TOKS", "NUM_TOKS"),
-                 dim(176, taint::Kind::model_config, "intermediate_size", "176")}, "bfloat16"},
+                 dim(176, taint::Kind::model_config, "intermediate_size", "176")},
+                "bfloat16",
+                std::nullopt},
                {{dim(hidden, taint::Kind::model_config, "hidden_size", std::to_string(hidden)),
-                 dim(176, taint::Kind::model_config, "intermediate_size", "176")}, "bfloat16"}};
+                 dim(176, taint::Kind::model_config, "intermediate_size", "176")},
+                "bfloat16",
+                std::nullopt}};
   op.outputs = {{{dim(1, taint::Kind::none, "1", "1"), dim(toks, taint::Kind::num_toks, "NUM_TOKS", "NUM_TOKS"),
-                  dim(hidden, taint::Kind::model_config, "hidden_size", std::to_string(hidden))}, "bfloat16"}};
+                  dim(hidden, taint::Kind::model_config, "hidden_size", std::to_string(hidden))},
+                 "bfloat16",
+                 std::nullopt}};
   op.scalars = {{"2", "none", nullptr, std::nullopt}, {"alpha", "float", 1e-06, std::nullopt}};
   op.kernels = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"};
   return op;
@@ -36,11 +44,10 @@ TEST(Sha256, KnownVector) {
 
 TEST(Canonical, ExactBytesAndHardCodedHash) {
   const std::string bytes = serialize(canonical_op(linear_op(521, 64), ""));
-  EXPECT_EQ(bytes,
-            R"({"attrs":"","inputs":[{"dtype":"bfloat16","shape":["1","NUM_TOKS:NUM_TOKS","176"]},)"
-            R"({"dtype":"bfloat16","shape":["64","176"]}],"kind":"op","name":"linear",)"
-            R"("outputs":[{"dtype":"bfloat16","shape":["1","NUM_TOKS:NUM_TOKS","64"]}],)"
-            R"("scalars":[["2","none",null],["alpha","float","1e-06"]],"v":1})");
+  EXPECT_EQ(bytes, R"({"attrs":"","inputs":[{"dtype":"bfloat16","shape":["1","NUM_TOKS:NUM_TOKS","176"]},)"
+                   R"({"dtype":"bfloat16","shape":["64","176"]}],"kind":"op","name":"linear",)"
+                   R"("outputs":[{"dtype":"bfloat16","shape":["1","NUM_TOKS:NUM_TOKS","64"]}],)"
+                   R"("scalars":[["2","none",null],["alpha","float","1e-06"]],"v":1})");
   // Computed once from the bytes above (python3 -c "import hashlib;print(hashlib.sha256(b'...').hexdigest())");
   // a change here means every stored signature changes: bump kSignatureVersion and say so in the docs.
   EXPECT_EQ(sha256_hex(bytes), "9c49f2370929b6c95e6210e1fa547ce8955c5e0675b487e78aa2a37ed9dc766d");
@@ -56,6 +63,21 @@ TEST(Canonical, RequestDimsAreNotHashedByValueConfigDimsAre) {
   trace::OpRecord bf = linear_op(521, 64);
   bf.inputs[0].dtype = "float16";
   EXPECT_NE(a, sha256_hex(serialize(canonical_op(bf, "")))) << "dtype is hashed";
+}
+
+// A strided input (trace format 3) hashes its layout token; a contiguous one hashes exactly as before (the bytes
+// above), so a store's signatures of contiguous work stay valid across the format change.
+TEST(Canonical, AStridedInputIsOtherWorkThanAContiguousOne) {
+  const std::string plain = serialize(canonical_op(linear_op(521, 64), ""));
+  trace::OpRecord t = linear_op(521, 64);
+  t.inputs[1].layout = trace::Layout{{1, 64}, 0};  // the weight transposed: [64, 176] with strides (1, 64)
+  const std::string strided = serialize(canonical_op(t, ""));
+  EXPECT_NE(strided.find(R"("layout":"1p0;a16")"), std::string::npos) << strided;
+  EXPECT_NE(sha256_hex(plain), sha256_hex(strided));
+  trace::OpRecord other_toks = linear_op(131, 64);
+  other_toks.inputs[1].layout = t.inputs[1].layout;
+  EXPECT_EQ(sha256_hex(strided), sha256_hex(serialize(canonical_op(other_toks, ""))))
+      << "the token is sweep-invariant: NUM_TOKS must still not matter";
 }
 
 TEST(Canonical, AttributeDigestSkipsTrainingIndicesAndStrings) {
@@ -88,7 +110,9 @@ TEST(Canonical, UnknownDimsKeepTheirValue) {
     trace::OpRecord op;
     op.op = "mul";
     op.inputs = {{{dim(1, taint::Kind::none, "1", "1"), dim(521, taint::Kind::num_toks, "NUM_TOKS", "NUM_TOKS"),
-                   dim(factors, taint::Kind::unknown, "DATA", "DATA")}, "float32"}};
+                   dim(factors, taint::Kind::unknown, "DATA", "DATA")},
+                  "float32",
+                  std::nullopt}};
     op.outputs = op.inputs;
     return op;
   };
@@ -100,7 +124,8 @@ TEST(Canonical, UnknownDimsKeepTheirValue) {
   s.scalars = {{"1", "int", 16, dim(16, taint::Kind::unknown, "DATA", "DATA")}};
   trace::OpRecord t = rotary(16);
   t.scalars = {{"1", "int", 32, dim(32, taint::Kind::unknown, "DATA", "DATA")}};
-  EXPECT_NE(sha256_hex(serialize(canonical_op(s, ""))), sha256_hex(serialize(canonical_op(t, "")))) << "int scalars too";
+  EXPECT_NE(sha256_hex(serialize(canonical_op(s, ""))), sha256_hex(serialize(canonical_op(t, ""))))
+      << "int scalars too";
 }
 
 }  // namespace

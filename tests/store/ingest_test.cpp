@@ -87,7 +87,7 @@ TEST(Ingest, ChecksEveryTraceBeforeWritingAny) {
     ingest_traces(db, paths);
     FAIL() << "a version-1 trace was ingested";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.problem(), paths[1] + ": trace format version 1 is not supported (this build reads version 2)");
+    EXPECT_EQ(e.problem(), paths[1] + ": trace format version 1 is not supported (this build reads version 3)");
   }
   EXPECT_EQ(db.summary().models, 0);
   EXPECT_EQ(db.summary().signatures, 0);
@@ -106,8 +106,33 @@ TEST(Ingest, ChecksEveryTraceBeforeWritingAny) {
   EXPECT_EQ(Store::open(fresh, Store::Mode::read_only).summary().models, 1);
 }
 
-// A store written by a build of trace format 1 holds that context's old signatures: format-2 traces of the same
-// context would sit next to them, two hashes for one unit of work, each profiled.
+// Format 3 only tells apart what format 2 merged (strided inputs), so a store of format-2 traces takes format-3
+// traces of the same context: its signatures and measurements stay; the model's format-2 occurrences give way.
+TEST(Ingest, ALaterCompatibleFormatSupersedesTheModelsOccurrences) {
+  TempDir dir;
+  Store db = Store::open(dir.file("d.sqlite"));
+  json v2 = toy("toy-a");
+  v2["version"] = 3;  // written as format 3, then recorded as the format-2 ingest a store of the last build holds
+  const std::string path = write_json(dir, "a.json", v2);
+  Provenance old = provenance_of(trace::read_trace(path));
+  json extra = json::parse(old.extra_json);
+  extra["trace_format"] = 2;
+  old.extra_json = extra.dump();
+  const int64_t old_id = db.upsert_provenance(old);
+  const int64_t model_id = db.upsert_model({0, "toy-a", "", "", "abc"});
+  const auto sig = db.upsert_signature(std::string(64, 'a'), "mm", SignatureKind::op, "{}");
+  db.add_occurrences(model_id, old_id, sig.id, Phase::prefill, 4);
+  const IngestSummary s = ingest_traces(db, std::vector<std::string>{path});
+  const int64_t new_id = s.traces.at(0).provenance_id;
+  EXPECT_NE(new_id, old_id);
+  EXPECT_EQ(s.traces.at(0).model_id, model_id);
+  EXPECT_TRUE(db.signatures_of_model(model_id, old_id).empty()) << "the format-2 occurrences were superseded";
+  EXPECT_FALSE(db.signatures_of_model(model_id, new_id).empty());
+  EXPECT_TRUE(db.find_signature(std::string(64, 'a'))) << "signatures (and their measurements) stay";
+}
+
+// A store written by a build of trace format 1 holds that context's old signatures: traces of a later format of the
+// same context would sit next to them, two hashes for one unit of work, each profiled.
 TEST(Ingest, RefusesTwoTraceFormatsUnderOneContext) {
   TempDir dir;
   Store db = Store::open(dir.file("d.sqlite"));
@@ -119,10 +144,10 @@ TEST(Ingest, RefusesTwoTraceFormatsUnderOneContext) {
   const int64_t v1_id = db.upsert_provenance(v1);
   try {
     ingest_traces(db, std::vector<std::string>{path});
-    FAIL() << "format 2 was mixed with format 1";
+    FAIL() << "format 3 was mixed with format 1";
   } catch (const ConflictError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(path + " is trace format 2, but provenance " + std::to_string(v1_id)), std::string::npos) << what;
+    EXPECT_NE(what.find(path + " is trace format 3, but provenance " + std::to_string(v1_id)), std::string::npos) << what;
     EXPECT_NE(what.find("holds traces of trace format 1"), std::string::npos) << what;
     EXPECT_NE(what.find("ingest into a new store"), std::string::npos) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
+#include <limits>
 
 #include "dooly/common/error.hpp"
 #include "dooly/trace/trace.hpp"
@@ -56,20 +58,20 @@ TEST(TraceFormat, BackendNamesAForcedSdpaKernel) {
 }
 
 TEST(TraceFormat, VersionIsChecked) {
-  static_assert(kTraceFormatVersion == 2, "a new trace format: extend this test and docs/dooly-tracing.md");
+  static_assert(kTraceFormatVersion == 3, "a new trace format: extend this test and docs/dooly-tracing.md");
   json j = testing::small_trace();
-  EXPECT_EQ(parse_trace(j, "t.json").version, 2);
-  // A version-1 trace predates the @sdpa_kernels pseudo-argument: its signatures would not match.
-  j["version"] = 1;
+  EXPECT_EQ(parse_trace(j, "t.json").version, 3);
+  // A version-2 trace predates recorded layouts: its strided inputs would hash as contiguous ones.
+  j["version"] = 2;
   std::string e = error_of(j);
-  EXPECT_NE(e.find("t.json: trace format version 1 is not supported (this build reads version 2)"), std::string::npos) << e;
+  EXPECT_NE(e.find("t.json: trace format version 2 is not supported (this build reads version 3)"), std::string::npos) << e;
   EXPECT_NE(e.find("re-create it with this build's `dooly trace`"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
-  j["version"] = 3;
+  j["version"] = 4;
   e = error_of(j);
-  EXPECT_NE(e.find("trace format version 3 is not supported (this build reads version 2)"), std::string::npos) << e;
+  EXPECT_NE(e.find("trace format version 4 is not supported (this build reads version 3)"), std::string::npos) << e;
   EXPECT_NE(e.find("upgrade this one"), std::string::npos) << e;
-  j["version"] = "2";
+  j["version"] = "3";
   EXPECT_NE(error_of(j).find("field 'version' has the wrong type"), std::string::npos);
   j.erase("version");
   EXPECT_NE(error_of(j).find("not a dooly trace"), std::string::npos);
@@ -78,14 +80,37 @@ TEST(TraceFormat, VersionIsChecked) {
 TEST(TraceFormat, ReadTraceNamesTheFileOfAnOldVersion) {
   const std::string path = ::testing::TempDir() + "old_trace.json";
   json j = testing::small_trace();
-  j["version"] = 1;
+  j["version"] = 2;
   std::ofstream(path) << j.dump();
   try {
     read_trace(path);
-    FAIL() << "a version-1 trace was accepted";
+    FAIL() << "a version-2 trace was accepted";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.problem(), path + ": trace format version 1 is not supported (this build reads version 2)");
+    EXPECT_EQ(e.problem(), path + ": trace format version 2 is not supported (this build reads version 3)");
   }
+}
+
+TEST(TraceFormat, StridedTensorsCarryTheirLayout) {
+  json j = testing::small_trace();
+  json& in = j["steps"][0]["ops"][0]["inputs"][0];
+  const size_t rank = in["shape"].size();
+  EXPECT_FALSE(parse_trace(j, "t.json").steps[0].ops[0].inputs[0].layout) << "contiguous: nothing recorded";
+  json strides = json::array();
+  for (size_t d = 0; d < rank; ++d) strides.push_back(rank - d);
+  in["strides"] = strides;
+  in["offset"] = 5;
+  const auto layout = parse_trace(j, "t.json").steps[0].ops[0].inputs[0].layout;
+  ASSERT_TRUE(layout);
+  EXPECT_EQ(layout->strides.size(), rank);
+  EXPECT_EQ(layout->offset, 5);
+  in["strides"].push_back(1);  // one stride too many
+  std::string e = error_of(j);
+  EXPECT_NE(e.find("t.json step op: a tensor of rank"), std::string::npos) << e;
+  in["strides"] = strides;
+  in["offset"] = -1;
+  EXPECT_NE(error_of(j).find("negative storage offset"), std::string::npos);
+  in["offset"] = 1.5;
+  EXPECT_NE(error_of(j).find("field 'offset' has the wrong type"), std::string::npos);
 }
 
 TEST(TraceFormat, MissingFieldsAndBadKindsAreNamed) {
@@ -98,6 +123,38 @@ TEST(TraceFormat, MissingFieldsAndBadKindsAreNamed) {
   j = testing::small_trace();
   j["steps"][0]["ops"][0]["seq"] = "two";
   EXPECT_NE(error_of(j).find("field 'seq' has the wrong type"), std::string::npos);
+}
+
+// nlohmann's get<int>() of a float out of int's range is undefined behaviour (a fuzzer found 1.9e48 as the
+// version); every integer field takes only a JSON integer that fits, and names the field that does not.
+TEST(TraceFormat, IntegerFieldsRefuseFloatsAndOutOfRangeValues) {
+  const auto refused = [](const char* field, json j) {
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find(std::string("field '") + field + "' has the wrong type: an integer"), std::string::npos) << e;
+  };
+  json j = testing::small_trace();
+  j["version"] = 1.88889e+48;
+  refused("version", j);
+  j["version"] = 2.0;  // integral, but a float: dooly never writes one
+  refused("version", j);
+  j = testing::small_trace();
+  j["version"] = uint64_t{1} << 40;
+  refused("version", j);
+  j = testing::small_trace();
+  j["steps"][0]["step"] = 1e300;
+  refused("step", j);
+  j = testing::small_trace();
+  j["steps"][0]["num_tokens"] = -9.5e40;
+  refused("num_tokens", j);
+  j = testing::small_trace();
+  j["steps"][0]["ops"][0]["call"] = std::numeric_limits<uint64_t>::max();
+  refused("call", j);
+  j = testing::small_trace();
+  j["steps"][0]["ops"][0]["inputs"][0]["shape"][0]["v"] = 1.9e48;
+  refused("v", j);
+  j = testing::small_trace();
+  j["steps"][0]["ops"][0]["inputs"][0]["shape"][0]["v"] = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(error_of(j), "");  // in range: the reader takes it (what it means is the planner's to judge)
 }
 
 TEST(TraceFormat, ReadsTheGoldenTinyLlama) {

@@ -84,6 +84,32 @@ def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[
 
 def make_tensor(info: dict, shape: list[int], device, gen, op: dict | None = None, k: int = 0,
                 shapes: list[list[int]] | None = None) -> torch.Tensor:
+    """An input of the recorded dtype at `shape`, with values valid for its role, in the recorded layout: a
+    transposed view, a slice of a fused projection or an expanded head launch the kernels they launched in the
+    trace, where a contiguous copy would not (a `contiguous` of a contiguous tensor launches none)."""
+    if "strides" not in info:
+        return _values(info, shape, device, gen, op, k, shapes)
+    strides, offset, storage = layout_at(info, shape)
+    dtype = getattr(torch, info["dtype"])
+    if dtype.is_floating_point or dtype.is_complex:  # random everywhere: any view of it reads random values
+        return _values(info, [storage], device, gen, None).as_strided(shape, strides, offset)
+    view = torch.zeros(storage, dtype=dtype, device=device).as_strided(shape, strides, offset)
+    dst, src = view, _values(info, shape, device, gen, op, k, shapes)
+    for d, st in enumerate(strides):  # a broadcast dim holds one value: write through one slice of it
+        if st == 0 and shape[d] > 1:
+            dst, src = dst.narrow(d, 0, 1), src.narrow(d, 0, 1)
+    dst.copy_(src)
+    return view
+
+
+def layout_at(info: dict, shape: list[int]) -> tuple[list[int], int, int]:
+    """(strides, offset, storage elements) of a recorded layout carried to `shape` (dooly::trace::strides_at)."""
+    traced = [int(d["v"]) for d in info["shape"]]
+    return dooly_core.strides_at(traced, info["strides"], int(info.get("offset", 0)), list(shape))
+
+
+def _values(info: dict, shape: list[int], device, gen, op: dict | None = None, k: int = 0,
+            shapes: list[list[int]] | None = None) -> torch.Tensor:
     dtype = getattr(torch, info["dtype"])
     if dtype.is_floating_point or dtype.is_complex:
         return torch.randn(shape, dtype=dtype, device=device, generator=gen)
@@ -106,7 +132,10 @@ def _device_args(a, device):
 
 
 def tensor_bytes(info: dict, bindings: dict | None) -> int:
-    return math.prod(shape_at(info, bindings)) * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
+    """The bytes an input occupies: its elements, or the storage its recorded layout spans."""
+    shape = shape_at(info, bindings)
+    elements = layout_at(info, shape)[2] if "strides" in info else math.prod(shape)
+    return elements * torch.empty((), dtype=getattr(torch, info["dtype"])).element_size()
 
 
 def sdpa_backends(op: dict) -> list | None:

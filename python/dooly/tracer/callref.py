@@ -118,17 +118,18 @@ def _float(x: float):
     return {"float": "nan" if x != x else ("inf" if x > 0 else "-inf")}
 
 
-def encode_value(x, tensor, tint, bounded: bool = False, in_leaves: bool = True):
+def encode_value(x, tensor, tint, bounded: bool = False, in_leaves: bool = True, inline: bool = False):
     """One argument as JSON. `tensor(t)` encodes a tensor (called in tensor_leaves order, so it can number them),
     `tint(x)` the label of a tainted int. `bounded`: lists and tuples longer than MAX_LIST become
     {"other": "list[<n>]"} (module inputs). `in_leaves`: whether encode.tensor_leaves visits this position (it
     walks lists and tuples only); a tensor it does not visit (in a slice, a dict) cannot be numbered and is
-    {"other": "Tensor"}."""
+    {"other": "Tensor"} — unless `inline`: `tensor` writes the tensor itself rather than a number (module inputs,
+    {"t": T}), so a tensor in a dict (a per-layer-type attention mask) is written as well."""
     def rec(v, leaves=in_leaves):
-        return encode_value(v, tensor, tint, bounded, leaves)
+        return encode_value(v, tensor, tint, bounded, leaves, inline)
 
     if isinstance(x, torch.Tensor):
-        return tensor(x) if in_leaves else {"other": "Tensor"}
+        return tensor(x) if in_leaves or inline else {"other": "Tensor"}
     if isinstance(x, bool) or x is None or isinstance(x, str):
         return x
     if isinstance(x, TInt):
@@ -161,11 +162,11 @@ def encode_value(x, tensor, tint, bounded: bool = False, in_leaves: bool = True)
     return {"other": type(x).__name__}
 
 
-def encode_call(args, kwargs, tensor, tint, bounded: bool = False):
+def encode_call(args, kwargs, tensor, tint, bounded: bool = False, inline: bool = False):
     """{"args": [A...], "kwargs": {name: A}}; keyword arguments are visited in sorted order, as
-    encode.tensor_leaves does, so `tensor` is called in the order of the op's inputs."""
-    enc_args = [encode_value(a, tensor, tint, bounded) for a in args]
-    enc_kwargs = {k: encode_value(kwargs[k], tensor, tint, bounded) for k in sorted(kwargs)}
+    encode.tensor_leaves does, so `tensor` is called in the order of the op's inputs. `inline`: see encode_value."""
+    enc_args = [encode_value(a, tensor, tint, bounded, inline=inline) for a in args]
+    enc_kwargs = {k: encode_value(kwargs[k], tensor, tint, bounded, inline=inline) for k in sorted(kwargs)}
     return {"args": enc_args, "kwargs": enc_kwargs}
 
 

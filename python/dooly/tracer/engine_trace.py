@@ -16,8 +16,9 @@ from .recorder import Recorder, TaintMode, install_module_hooks
 from .sources import ConfigTaint, LimitTaint, ModuleTaint, StepInputs
 
 # Keep equal to dooly::trace::kTraceFormatVersion (src/dooly/trace/trace.hpp); bump both when what is hashed
-# changes. 2: scaled_dot_product_attention carries the `@sdpa_kernels` pseudo-argument.
-TRACE_FORMAT_VERSION = 2
+# changes. 2: scaled_dot_product_attention carries the `@sdpa_kernels` pseudo-argument. 3: non-contiguous tensors
+# record their strides and offset (recorder.tensor_layout), which their signatures hash.
+TRACE_FORMAT_VERSION = 3
 
 # Default request sets (prompt_len, max_new_tokens). With max_batch_tokens=521 the first set gives a
 # prefill-heavy first step (300 + 150 + 71 of 200 = 521 tokens, 3 requests) and a mixed second step (2 decodes +
@@ -121,11 +122,14 @@ def trace_run(engine, requests, kinds=TRACED_KINDS, kernels: bool = False, log=p
             recorder.recording = False
         by_seq = collector.kernels_by_seq()
         for op in recorder.ops:
-            op["kernels"] = by_seq.get(op["seq"], [])
+            op["kernels"], us = by_seq.get(op["seq"], ([], 0.0))
+            if us:
+                op["kernel_us"] = round(us, 3)  # in-engine device time of its kernels (metadata, not hashed)
         steps.append({
             "step": info.step, "kind": info.kind, "num_tokens": info.num_tokens, "num_requests": info.num_requests,
             "num_prefill_tokens": info.num_prefill_tokens, "num_decode_requests": info.num_decode_requests,
             "max_kv_read": getattr(info, "max_kv_read", 0),
+            **({"kernel_us": round(collector.step_kernel_us, 3)} if collector.step_kernel_us else {}),
             "calls": recorder.calls, "ops": recorder.ops, "queries": recorder.queries,
         })
         return out

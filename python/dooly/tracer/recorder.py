@@ -63,6 +63,19 @@ def normalise(name: str) -> str:
     return name
 
 
+
+def tensor_layout(t: torch.Tensor):
+    """{"strides", "offset"} (elements) of a strided tensor that is not contiguous or sits at an offset not 16-byte
+    aligned: the kernels an op launches can depend on it (a copy for `contiguous`, a strided GEMM), so the profiler
+    rebuilds it (dooly::trace::strides_at) and the signature hashes it (docs/dooly-tracing.md, "Layouts").
+    None for every other tensor, whose record is as in trace format 2."""
+    if t.layout != torch.strided or t.is_nested:
+        return None
+    offset = int(t.storage_offset())
+    if t.is_contiguous() and (offset * t.element_size()) % 16 == 0:
+        return None
+    return {"strides": [int(s) for s in t.stride()], "offset": offset}
+
 class Recorder:
     """Collects module calls and op records of the current step. Label descriptions are cached per id."""
 
@@ -102,7 +115,11 @@ class Recorder:
         else:
             shape = [self.describe(i) if self.describe(i)["v"] == int(s) else
                      {"v": int(s), "k": "UNKNOWN", "e": "UNLABELLED", "f": "UNLABELLED"} for i, s in zip(ids, t.shape)]
-        return {"shape": shape, "dtype": enc.dtype_name(t.dtype)}
+        out = {"shape": shape, "dtype": enc.dtype_name(t.dtype)}
+        layout = tensor_layout(t)
+        if layout is not None:
+            out.update(layout)
+        return out
 
     def describe_arg(self, t: torch.Tensor):
         return {"t": self.describe_tensor(t)}
@@ -132,7 +149,7 @@ class Recorder:
             # Hooks run under TaintMode: reading the shapes here must not become (counted) shape queries.
             with torch._C.DisableTorchFunction():
                 rec["inputs"] = callref.encode_call(args, kwargs or {}, self.describe_arg,
-                                                    lambda x: self.describe(x.label), bounded=True)
+                                                    lambda x: self.describe(x.label), bounded=True, inline=True)
         self.calls.append(rec)
         self.seq += 1
         self.stack.append((call_id, path))

@@ -11,6 +11,7 @@
 #include "dooly/plan/value_expr.hpp"
 #include "dooly/signature/sign.hpp"
 #include "dooly/trace/call_tree.hpp"
+#include "dooly/trace/layout.hpp"
 
 namespace dooly::plan {
 namespace {
@@ -21,12 +22,7 @@ bool request_side(taint::Kind k) {
   return k != taint::Kind::none && k != taint::Kind::model_config && k != taint::Kind::unknown;
 }
 
-int64_t dtype_bytes(const std::string& dtype) {
-  if (dtype == "float64" || dtype == "int64" || dtype == "complex64") return 8;
-  if (dtype == "float32" || dtype == "int32") return 4;
-  if (dtype == "bfloat16" || dtype == "float16" || dtype == "int16") return 2;
-  return 1;
-}
+using trace::dtype_bytes;
 
 // The request-side value forms an op's dimensions and labelled ints carry.
 void forms_of(const trace::OpRecord& op, std::vector<const trace::DimLabel*>& out) {
@@ -299,13 +295,15 @@ Collected collect(const std::vector<trace::Trace>& traces) {
 }
 
 // Which unit measures op signature `s` under the context: itself, or the module a stored resolution says absorbs
-// it; nullopt when it is stored as unrunnable (then it goes to `uncovered`).
+// it; nullopt when it is stored as unrunnable (then it goes to `uncovered`), unless `retry_failed`: then it is
+// resolved again, as a failed point is measured again (a hole is never permanent: a fix in the worker, or a trace of
+// a later format, can make it run).
 struct UnitChoice {
   std::string unit_hash;
   std::string resolution = "unresolved";
   int64_t signature_id = 0;
 };
-std::optional<UnitChoice> unit_for(store::Store& store, const Sig& s, int64_t provenance_id,
+std::optional<UnitChoice> unit_for(store::Store& store, const Sig& s, int64_t provenance_id, bool retry_failed,
                                    std::vector<Uncovered>& uncovered) {
   UnitChoice c{s.hash};
   const auto stored = store.find_signature(s.hash);
@@ -314,6 +312,7 @@ std::optional<UnitChoice> unit_for(store::Store& store, const Sig& s, int64_t pr
   if (provenance_id <= 0) return c;
   const auto r = store.resolution_of(stored->id, provenance_id);
   if (!r) return c;
+  if (r->status == store::ResolutionStatus::unrunnable && retry_failed) return c;
   if (r->status == store::ResolutionStatus::unrunnable) {
     uncovered.push_back({s.hash, s.name, r->attempts_json, s.occurrences});
     return std::nullopt;
@@ -398,7 +397,7 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
   for (const Sig& s : c.sigs) {
     if (!s.is_op) continue;
     ++plan.op_signatures;
-    const std::optional<UnitChoice> choice = unit_for(store, s, provenance_id, plan.uncovered);
+    const std::optional<UnitChoice> choice = unit_for(store, s, provenance_id, options.retry_failed, plan.uncovered);
     if (!choice) continue;
     if (choice->unit_hash != s.hash) absorbed_by[choice->unit_hash].push_back(s.hash);
     if (auto it = units.find(choice->unit_hash); it != units.end()) {

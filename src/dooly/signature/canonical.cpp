@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "dooly/signature/sha256.hpp"
+#include "dooly/trace/layout.hpp"
 
 namespace dooly::signature {
 
@@ -43,7 +44,13 @@ json tensors(const std::vector<trace::TensorInfo>& ts) {
   for (const auto& t : ts) {
     json dims = json::array();
     for (const auto& d : t.shape) dims.push_back(dim_token(d));
-    out.push_back(json{{"dtype", t.dtype}, {"shape", dims}});
+    json tensor{{"dtype", t.dtype}, {"shape", dims}};
+    if (t.layout) {  // absent for contiguous tensors, whose canonical form is that of trace format 2
+      std::vector<int64_t> sizes;
+      for (const auto& d : t.shape) sizes.push_back(d.value);
+      tensor["layout"] = trace::layout_token(sizes, *t.layout, trace::dtype_bytes(t.dtype));
+    }
+    out.push_back(std::move(tensor));
   }
   return out;
 }

@@ -60,21 +60,38 @@ json context_without_format(const Provenance& p) {
                       p.dtype, p.kv_cache_dtype, p.block_size, p.tp, extra});
 }
 
-// Refuses a trace whose context already holds traces of another format (a store written by an older build).
-void check_one_format_per_context(const Store& store, const Prepared& p) {
+// Two trace formats sign the same work alike when both are at least trace::kFirstCompatibleTraceFormat: a later
+// format only tells apart work the earlier one merged (format 3: strided inputs), so every signature the earlier
+// one gave still names the same work, and its measurements stay valid.
+bool compatible_formats(int64_t a, int64_t b) {
+  return a == b || (a >= trace::kFirstCompatibleTraceFormat && b >= trace::kFirstCompatibleTraceFormat);
+}
+
+// Refuses a trace whose context already holds traces of an incompatible format (a store written by an older
+// build); returns the provenances of the same context in an older compatible format, which this trace supersedes.
+std::vector<int64_t> check_formats_of_context(const Store& store, const Prepared& p) {
   const json mine = context_without_format(p.provenance);
+  std::vector<int64_t> superseded;
   for (const Provenance& stored : store.provenances()) {
     const json extra = json::parse(stored.extra_json, nullptr, false);
-    if (!extra.is_object() || !extra.contains("trace_format") || extra.at("trace_format") == p.trace_format) continue;
+    if (!extra.is_object() || !extra.contains("trace_format") || !extra.at("trace_format").is_number_integer() ||
+        extra.at("trace_format") == p.trace_format)
+      continue;
     if (context_without_format(stored) != mine) continue;
+    const int64_t format = extra.at("trace_format").get<int64_t>();
+    if (compatible_formats(format, p.trace_format)) {
+      if (format < p.trace_format) superseded.push_back(stored.id);
+      continue;
+    }
     throw ConflictError(store.path(), 0,
                         fmt::format("{} is trace format {}, but provenance {} ({} {}, {}, {}) holds traces of "
                                     "trace format {}",
                                     p.path, p.trace_format, stored.id, stored.engine, stored.engine_version,
-                                    stored.attention_backend, stored.dtype, extra.at("trace_format").dump()),
+                                    stored.attention_backend, stored.dtype, format),
                         "signatures of two trace formats do not match: ingest into a new store (--db NEW.sqlite), "
                         "or re-trace everything this store holds with this build");
   }
+  return superseded;
 }
 
 }  // namespace
@@ -112,9 +129,12 @@ IngestSummary ingest_prepared(Store& store, const std::vector<Prepared>& prepare
   std::set<std::string> all_ops, all_modules;
   auto tx = store.transaction();
   for (const Prepared& p : prepared) {
-    check_one_format_per_context(store, p);
+    const std::vector<int64_t> superseded = check_formats_of_context(store, p);
     IngestedTrace row{p.path, p.model.name, p.backend, store.upsert_model(p.model),
                       store.upsert_provenance(p.provenance)};
+    // The model's occurrences under an older compatible format of this context give way to this trace's: the
+    // same model is not counted twice.
+    for (int64_t old : superseded) store.replace_occurrences(row.model_id, old, {});
     std::map<std::string, SignatureUpsert> stored;  // hash -> (id, inserted by this ingest)
     std::vector<Occurrence> occurrences;
     std::set<std::string> trace_ops;

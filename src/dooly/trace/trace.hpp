@@ -1,5 +1,5 @@
 #pragma once
-// A labelled trace as an engine adapter writes it (traces/<model>__<attention>.json, format version 2,
+// A labelled trace as an engine adapter writes it (traces/<model>__<attention>.json, format version 3,
 // documented in docs/dooly-tracing.md): per traced engine step, the module calls and the op records with
 // one label per tensor dimension.
 #include <cstdint>
@@ -11,13 +11,20 @@
 #include <nlohmann/json.hpp>
 
 #include "dooly/taint/kind.hpp"
+#include "dooly/trace/layout.hpp"
 
 namespace dooly::trace {
 
 // Bumped whenever what the signatures hash changes, so traces (and store contents) of two versions are never
 // compared. 1: the first format. 2: scaled_dot_product_attention carries the `@sdpa_kernels` pseudo-argument
-// (the SDPA kernels in force), which changes its op signature and those of the modules holding it.
-inline constexpr int kTraceFormatVersion = 2;
+// (the SDPA kernels in force), which changes its op signature and those of the modules holding it. 3: a tensor
+// that is not contiguous (or sits at an offset not 16-byte aligned) records its strides and storage offset, and
+// its signature hashes the layout (layout.hpp); contiguous tensors hash as in version 2.
+inline constexpr int kTraceFormatVersion = 3;
+// The oldest format whose signatures name the same work as this one's: format 3 only tells apart what format 2
+// merged (a strided input from a contiguous one), so a store may hold traces of both under one context and keep
+// its measurements (dooly::store::ingest_traces supersedes the older format's occurrences of a model).
+inline constexpr int kFirstCompatibleTraceFormat = 2;
 
 struct DimLabel {
   int64_t value = 0;
@@ -29,6 +36,7 @@ struct DimLabel {
 struct TensorInfo {
   std::vector<DimLabel> shape;
   std::string dtype;
+  std::optional<Layout> layout;  // recorded only for a tensor that is not contiguous at an aligned offset
 };
 
 // A non-tensor argument of an op: its position ("0", "1", ...) or keyword, its Python type, its value.

@@ -1,0 +1,40 @@
+#pragma once
+// The memory layout of a traced tensor that is not plainly contiguous (a transposed view, one third of a fused QKV
+// projection, an expanded KV head, the last token of a sequence): its strides and storage offset as traced, the
+// token its signature hashes, and its strides at another sweep point so the profiler rebuilds the same layout
+// (docs/dooly-tracing.md, "Layouts"). A contiguous tensor at an aligned offset records none: its signature is the
+// one it had before layouts were recorded.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dooly::trace {
+
+// Bytes per element of a traced dtype name ("bfloat16", "int64", ...); 1 for names it does not know (bool, uint8,
+// the float8 kinds).
+int64_t dtype_bytes(const std::string& dtype);
+
+struct Layout {
+  std::vector<int64_t> strides;  // in elements, one per dimension
+  int64_t offset = 0;            // storage offset, in elements
+};
+
+// What of a layout does not change along a sweep, as one token: the dims of size > 1 ordered by stride (outermost
+// first), each outer one packed against the next inner one ('p'), leaving a gap ('g') or overlapping it ('o'); the
+// broadcast dims (stride 0); the innermost stride when it is not 1; the offset's alignment in bytes (capped at 16).
+// Throws InputError for strides and sizes of different ranks or a negative stride, offset or size.
+std::string layout_token(const std::vector<int64_t>& sizes, const Layout& layout, int64_t element_bytes);
+
+struct StridesAt {
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  int64_t storage_elements = 0;  // the storage the view needs: offset + the furthest element + 1
+};
+
+// The traced layout carried to new sizes of the same rank: stride-0 dims stay broadcast; the innermost stride is
+// kept; each outer stride scales with the extent of the dim inside it (packed stays packed, a gap grows in
+// proportion); dims of size 1 in the trace (whose stride means nothing) go outermost; the offset is kept (and with
+// it the alignment). Throws InputError on a rank mismatch or a result beyond int64.
+StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& layout, const std::vector<int64_t>& sizes);
+
+}  // namespace dooly::trace
