@@ -18,6 +18,7 @@
 #   GRID            the grid file (default data/grids/default.json)
 #   VALIDATE        N > 0: after profiling, check N stored points' energy against a 5 s counter reference
 #                   (scripts/gpu/validate_profile_energy.py; ~9 s a point, taken from the budget first)
+#   VALIDATE_ARGS   more arguments for it, e.g. --long-only (points of >= 1 ms only)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -65,7 +66,7 @@ PY
 if [ "$VALIDATE" -gt 0 ]; then
   plan_arg=(); [ -f "$OUT/plan.json" ] && plan_arg=(--plan "$OUT/plan.json")   # else it plans from the traces
   python3 scripts/gpu/validate_profile_energy.py --db "$DB" "${plan_arg[@]}" --traces "$TR/all" \
-    --points "$VALIDATE" --out "$OUT/energy-validation.json" 2>&1 | tee "$OUT/energy-validation.txt" | tail -4
+    --points "$VALIDATE" ${VALIDATE_ARGS:-} --out "$OUT/energy-validation.json" 2>&1 | tee "$OUT/energy-validation.txt" | tail -4
 fi
 cp "$DB" "$OUT/"
 gzip -c "$OUT/plan.json" > "$OUT/plan.json.gz" 2>/dev/null && rm -f "$OUT/plan.json"

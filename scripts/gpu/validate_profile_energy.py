@@ -51,8 +51,9 @@ class Counter:
 cached_trace = functools.lru_cache(maxsize=2)(load_trace)  # points of one trace share its parse
 
 
-def pick(db, n, rnd, units):
-    """n ok points of the plan's op units: 3/4 of >= 1 ms (at most 3 per op name), the rest of 50 us to 1 ms."""
+def pick(db, n, rnd, units, long_only=False):
+    """n ok points of the plan's op units: 3/4 of >= 1 ms (at most 3 per op name), the rest of 50 us to 1 ms;
+    with long_only, all n of >= 1 ms, spread as evenly over the op names as they allow."""
     with sqlite3.connect(db) as c:
         rows = c.execute(
             "SELECT s.hash, s.name, m.point_key, m.extra_json, m.latency_mean_s, m.energy_j FROM measurements m "
@@ -64,11 +65,18 @@ def pick(db, n, rnd, units):
     rnd.shuffle(long_)
     rnd.shuffle(short)
     by_name, chosen = {}, []
-    for r in long_:  # spread over op names first
-        if by_name.get(r[1], 0) < 3 and len(chosen) < n - n // 4:
-            by_name[r[1]] = by_name.get(r[1], 0) + 1
-            chosen.append(r)
-    chosen += short[: n - len(chosen)]
+    want, cap = (n, 1) if long_only else (n - n // 4, 3)
+    while True:  # spread over op names first: round by round, up to `cap` a name (no cap left with long_only)
+        before = len(chosen)
+        for r in long_:
+            if r not in chosen and by_name.get(r[1], 0) < cap and len(chosen) < want:
+                by_name[r[1]] = by_name.get(r[1], 0) + 1
+                chosen.append(r)
+        if not long_only or len(chosen) == before or len(chosen) >= want:
+            break
+        cap += 1
+    if not long_only:
+        chosen += short[: n - len(chosen)]
     return chosen
 
 
@@ -80,6 +88,7 @@ def main():
     ap.add_argument("--traces", required=True, help="folder of the traces the plan names")
     ap.add_argument("--points", type=int, default=24)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--long-only", action="store_true", help="only points of >= 1 ms (the 3 %% goal's range)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     dev = torch.device("cuda", 0)
@@ -99,7 +108,7 @@ def main():
     meter = dooly_core.EnergyMeter(baseline, 0)
     settings = Settings(plan["measure"])
     chosen = []
-    for h, name, key, extra, lat, stored_j in pick(args.db, args.points, random.Random(5), units):
+    for h, name, key, extra, lat, stored_j in pick(args.db, args.points, random.Random(5), units, args.long_only):
         u = units.get(h)
         if u is not None:
             chosen.append((h, name, key, json.loads(extra)["bindings"], stored_j, u))

@@ -62,7 +62,7 @@ def planned_points(db, traces=(LLAMA,), grid=GRID) -> int:
 def test_profile_measures_every_unit_once_with_energy(tmp_path):
     db = tmp_path / "p.sqlite"
     total = planned_points(db)
-    assert total > 150  # 68 op signatures of tiny Llama over the tiny grid
+    assert total > 150  # 71 op signatures of tiny Llama over the tiny grid
     r = profile(db)
     assert "energy: replay" in r.stderr, r.stderr
     ok = rows(db, "SELECT signature_id, point_key, energy_j, energy_hw_j, latency_mean_s, repetitions "
@@ -75,7 +75,7 @@ def test_profile_measures_every_unit_once_with_energy(tmp_path):
     # A unit's points are metered back to back, a batch to an engine run (measure.EnergyBatch: <= 24 points).
     sizes = [json.loads(x)["energy"]["batch_points"] for (x,) in rows(db, "SELECT extra_json FROM measurements")]
     assert max(sizes) > 1 and max(sizes) <= 24 and min(sizes) >= 1
-    assert rows(db, "SELECT status, count(*) FROM resolutions GROUP BY status") == [("runs", 68)]
+    assert rows(db, "SELECT status, count(*) FROM resolutions GROUP BY status") == [("runs", 71)]
     # The provenance of the points: the measurement context with its versions, the grid's hash on every row.
     (extra,) = rows(db, "SELECT extra_json FROM provenance WHERE extra_json LIKE '%measure%'")[0]
     assert json.loads(extra)["context"] == "measure" and json.loads(extra)["torch"]
@@ -162,7 +162,7 @@ def test_shards_are_disjoint_and_merge_into_the_whole(tmp_path):
         out = tmp_path / f"plan{i}.json"
         profile(tmp_path / "none.sqlite", "--dry-run", "--shard", f"{i}/2", "--plan-json", str(out))
         plans.append({u["hash"] for u in json.loads(out.read_text())["units"]})
-    assert plans[0] and plans[1] and not plans[0] & plans[1] and len(plans[0] | plans[1]) == 68
+    assert plans[0] and plans[1] and not plans[0] & plans[1] and len(plans[0] | plans[1]) == 71
     for i in range(2):
         profile(tmp_path / f"s{i}.sqlite", "--shard", f"{i}/2")
     merged = tmp_path / "all.sqlite"
@@ -237,3 +237,93 @@ def test_an_sdpa_unit_runs_with_the_kernels_its_trace_allowed():
     assert torch.backends.cuda.flash_sdp_enabled()  # restored after the call
     with pytest.raises(UnitError, match="SDPA kernels 'warp9'"):
         OpUnit(_sdpa_op("warp9"), torch.device("cpu"))
+
+
+def _dim(v, kind="MODEL_CONFIG", form=None):
+    form = form or str(v)
+    return {"v": v, "k": kind, "e": form, "f": form}
+
+
+def _strided_op(name: str, fn: str, heads=4, toks=7, head_dim=64) -> dict:
+    """`name` of q.view(1, T, H, D).transpose(1, 2), as trace format 3 records it."""
+    shape = [_dim(1, "NONE"), _dim(heads), _dim(toks, "NUM_TOKS", "NUM_TOKS"), _dim(head_dim)]
+    strided = {"shape": shape, "dtype": "float32", "strides": [toks * heads * head_dim, head_dim, heads * head_dim, 1],
+               "offset": 0}
+    return {"seq": 0, "call": 0, "op": name, "module": "m", "fn": fn, "call_args": {"args": [{"in": 0}], "kwargs": {}},
+            "inputs": [strided], "outputs": [{"shape": shape, "dtype": "float32"}], "scalars": [], "kernels": []}
+
+
+def test_a_strided_input_is_rebuilt_in_its_traced_layout_at_every_point():
+    """A `contiguous` of transposed heads copies; rebuilt contiguous (trace format 2) it copied nothing and launched no
+    kernel, and 33 signatures of the H200 corpus failed the kernel check so."""
+    import torch
+
+    from dooly.profile.units import OpUnit, tensor_bytes
+
+    unit = OpUnit(_strided_op("contiguous", "torch.Tensor.contiguous"), torch.device("cpu"))
+    for toks in (7, 19, 1):
+        unit.prepare({"NUM_TOKS": toks})
+        (x,), _ = unit.copies[0]
+        assert list(x.shape) == [1, 4, toks, 64]
+        assert x.stride() == (toks * 4 * 64, 64, 4 * 64, 1) and x.storage_offset() == 0
+        assert not x.is_contiguous() or toks == 1
+        out = unit.call()
+        assert out.is_contiguous() and torch.equal(out, x)
+        assert (out.data_ptr() != x.data_ptr()) == (toks > 1)  # the copy the trace saw (none when already packed)
+    assert tensor_bytes(unit.op["inputs"][0], {"NUM_TOKS": 19}) == 19 * 4 * 64 * 4
+
+
+def test_integer_and_broadcast_inputs_keep_their_values_in_a_strided_layout():
+    import torch
+
+    from dooly.profile.units import make_tensor
+
+    # An index tensor expanded along a broadcast dim (stride 0): every row reads the same valid indices.
+    info = {"shape": [_dim(3), _dim(5, "NUM_TOKS", "NUM_TOKS")], "dtype": "int64", "strides": [0, 1], "offset": 0}
+    op = {"op": "embedding", "call_args": {"args": [{"in": 0}, {"in": 1}], "kwargs": {}}}
+    gen = torch.Generator().manual_seed(0)
+    t = make_tensor(info, [3, 11], torch.device("cpu"), gen, op, 0, [[3, 11], [50, 8]])
+    assert t.stride() == (0, 1) and list(t.shape) == [3, 11]
+    assert int(t.max()) < 50 and torch.equal(t[0], t[2])
+    # A slice of a fused projection: rows 3x apart, starting one third in; the offset (and alignment) is kept.
+    info = {"shape": [_dim(5, "NUM_TOKS", "NUM_TOKS"), _dim(16)], "dtype": "float16", "strides": [48, 1],
+            "offset": 16}
+    t = make_tensor(info, [9, 16], torch.device("cpu"), gen)
+    assert t.stride() == (48, 1) and t.storage_offset() == 16 and torch.isfinite(t).all()
+
+
+def test_composition_check_groups_repeated_layers_and_accounts_for_every_op():
+    """The composition check's code path on the CPU (the GPU run is scripts/gpu/composition_check.py): every op of
+    the step is in exactly one group, identical layers collapse, each group is run alone, and the engine time of
+    an op that cannot run alone is counted as not predicted, never dropped."""
+    import torch
+
+    from dooly.profile.composition import by_op, check_step, step_groups
+    from dooly.profile.measure import Settings
+
+    step = json.loads(LLAMA.read_text())["steps"][0]
+    for op in step["ops"]:
+        op["kernel_us"] = 2.0
+    step["kernel_us"] = 2.0 * len(step["ops"]) + 5.0
+    broken = next(o for o in step["ops"] if o["op"] == "linear")
+    broken = json.loads(json.dumps(broken))
+    broken["fn"] = None  # as a trace records an op it has no callable for
+    broken["seq"] = 10**6
+    step["ops"].append(broken)
+    groups = step_groups(step)
+    assert sum(g["calls"] for g in groups) == len(step["ops"])
+    layers = json.loads(LLAMA.read_text())["steps"][0]["ops"]
+    assert len(groups) < len(layers) / 2  # the tiny Llama's layers are identical work
+    fast = Settings({"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.005, "min_reps": 2, "rel_ci": 1.0,
+                     "point_timeout_s": 10})
+    c = check_step(step, torch.device("cpu"), fast)
+    assert c["ops"] == len(step["ops"]) and c["groups"] == len(groups)
+    assert c["engine_s"] == pytest.approx(2e-6 * len(step["ops"]) + 0.0)  # the broken op has no kernel_us
+    assert c["step_kernel_s"] == pytest.approx(step["kernel_us"] * 1e-6)
+    failed = [r for r in c["rows"] if r["error"]]
+    assert [r["calls"] for r in failed] == [1] and "no callable" in failed[0]["error"]
+    assert c["predicted_s"] > 0 and c["engine_isolated_s"] + c["not_isolated_s"] == pytest.approx(c["engine_s"])
+    ops = by_op([c])
+    assert sum(a["calls"] for a in ops) == c["ops"]
+    assert sum(a["predicted_s"] for a in ops) == pytest.approx(c["predicted_s"])
+    assert next(a for a in ops if a["op"] == "linear")["not_isolated_calls"] == 1

@@ -324,8 +324,10 @@ class Worker:
             settings = self.Settings(plan["measure"])
             progress = Progress(todo["points"], todo["estimated_s"])
             replan = False
-            # In trace order, so each trace file (tens of MB at real size) is read once a pass, not once a unit.
-            for unit in sorted(plan["units"], key=lambda u: (u["trace"], u["step"])):
+            # Units never tried first (a slice of GPU time learns what runs, and measures new signatures, before
+            # it refines old ones), then in trace order, so each trace file (tens of MB at real size) is read at
+            # most twice a pass, not once a unit.
+            for unit in sorted(plan["units"], key=lambda u: (u["resolution"] != "unresolved", u["trace"], u["step"])):
                 if not unit["points"] and unit["resolution"] != "unresolved":
                     continue
                 runner = None
