@@ -52,7 +52,8 @@ TensorInfo parse_tensor(const json& j, const std::string& where) {
   for (const auto& d : j.at("shape")) t.shape.push_back(parse_dim(d));
   if (j.contains("strides")) {
     Layout l;
-    for (const auto& s : field<json>(j, "strides", where)) l.strides.push_back(checked_integer<int64_t>(s, "strides", where));
+    for (const auto& s : field<json>(j, "strides", where))
+      l.strides.push_back(checked_integer<int64_t>(s, "strides", where));
     l.offset = optional_integer(j, "offset", 0, where);
     std::vector<int64_t> sizes;
     for (const auto& d : t.shape) sizes.push_back(d.value);
