@@ -225,3 +225,51 @@ def test_closed_engine_refuses_to_run():
     engine.close()
     with pytest.raises(EngineError, match="closed"):
         engine.run(MIX)
+
+
+def test_a_timed_run_splits_every_step_into_the_engines_phases(llama):
+    """run(timed=True): the same steps, each with its wall time split into the engine's own phases (the host cost the
+    simulator predicts); the hooks come off afterwards."""
+    plain = llama.run(MIX)
+    timed = llama.run(MIX, timed=True)
+    assert _summary(timed) == _summary(plain) == MIX_STEPS
+    assert all(s.times is None for s in plain)
+    for s in timed:
+        t = s.times
+        assert set(t) >= {"prepare_s", "schedule_s", "kwargs_s", "launch_s", "sync_s", "update_s", "step_s", "other_s",
+                          "forwards"}
+        assert "device_s" not in t  # CPU: no device span
+        assert t["forwards"] == 1  # eager: one Python forward a step
+        assert 0 < t["schedule_s"] <= t["prepare_s"] and t["launch_s"] > 0 and t["update_s"] > 0
+        parts = t["prepare_s"] + t["kwargs_s"] + t["launch_s"] + t["sync_s"] + t["update_s"]
+        assert parts <= t["step_s"] and t["other_s"] == pytest.approx(t["step_s"] - parts)
+        assert t["other_s"] < 0.5 * t["step_s"]  # the phases hold the step: nothing large is unaccounted
+    bp = llama._manager.batch_processor
+    for obj, name in ((bp, "prepare_next_batch"), (bp, "update_batch"), (bp.scheduler, "schedule_batch"),
+                      (bp.model_runner, "compute_batch"), (bp.inputs_and_outputs, "get_model_kwargs")):
+        assert name not in obj.__dict__, f"{name} is still wrapped"
+
+
+def test_engine_cost_fits_host_time_per_step_kind(tmp_path):
+    """dooly.profile.engine_cost on the tiny Llama: every step measured, one summary row per step kind with a fit over
+    the kind's composition variables."""
+    import json
+
+    from dooly.profile import engine_cost
+
+    workloads = {"prefill": [[(n, 1)] for n in (8, 16, 32, 48)], "decode": [[(8, 3)] * b for b in (1, 2, 3)],
+                 "mixed": [MIX]}
+    rows = engine_cost.measure(str(tiny_path("llama-3.1-8b")), "paged|sdpa", "cpu", False, workloads,
+                               max_batch_tokens=64)
+    kinds = {r["kind"] for r in rows}
+    assert kinds == {"prefill", "decode", "mixed"}
+    assert all(r["times"]["step_s"] > 0 and r["cuda_graphs"] == [False, False] for r in rows)
+    summary = {s["kind"]: s for s in engine_cost.summarize(rows)}
+    assert summary["decode"]["fit_host"] and set(summary["decode"]["fit_host"]) >= {"a_s", "per_requests_s", "mape"}
+    assert summary["prefill"]["fit_host"] and "per_tokens_s" in summary["prefill"]["fit_host"]
+    assert summary["prefill"]["steps"] == sum(1 for r in rows if r["kind"] == "prefill")
+    out = tmp_path / "cost.json"
+    assert engine_cost.main(["--model", "llama-3.1-8b", "--tiny", "--graphs", "maybe", "--out", str(out)]) == 2
+    assert engine_cost.main(["--model", "no-such-model", "--tiny", "--out", str(out)]) == 2
+    assert not out.exists()
+    json.dumps(rows)

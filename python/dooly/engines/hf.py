@@ -16,9 +16,11 @@ How it hooks the engine (transformers 5.17, generation/continuous_batching/; see
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -62,6 +64,8 @@ class StepInfo:
     num_prefill_requests: int = 0
     max_kv_read: int = 0  # the scheduler's cache-read budget used (KV tokens read by the varlen attention path)
     requests: tuple[ScheduledRequest, ...] = field(default_factory=tuple)
+    # run(timed=True): where the step's wall time went, in seconds (docs/engine-hf.md, "Host cost per step").
+    times: dict | None = None
 
 
 def _resolve_dtype(dtype, device: str):
@@ -82,7 +86,7 @@ class HFEngine:
 
     def __init__(self, config_path: str, attention: str = "paged|sdpa", device: str = "cpu", dtype=None,
                  block_size: int = 256, num_blocks: int | None = None, max_batch_tokens: int = 521, seed: int = 0,
-                 max_batch_requests: int = DEFAULT_MAX_BATCH_REQUESTS):
+                 max_batch_requests: int = DEFAULT_MAX_BATCH_REQUESTS, cuda_graphs: bool = False):
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, ContinuousBatchingConfig, GenerationConfig
@@ -112,12 +116,14 @@ class HFEngine:
         # Greedy decoding, no logits processors, EOS disabled per request in run(): outputs have exact lengths.
         self.generation_config = GenerationConfig(do_sample=False, max_new_tokens=1, eos_token_id=-1,
                                                   pad_token_id=0)
-        # CUDA graphs, torch.compile and async batching off: with them the engine replays captured graphs instead
-        # of calling the Python forward every step (nothing to trace). With paged|sdpa / paged|eager the engine's
-        # own defaults are already these (an attention mask is needed), so this changes nothing on those paths.
+        # CUDA graphs, torch.compile and async batching off by default: with graphs the engine replays captured
+        # graphs instead of calling the Python forward every step (nothing to trace). With paged|sdpa / paged|eager
+        # the engine's own defaults are already these (an attention mask is needed). cuda_graphs=True asks for
+        # them on both paths (the host-cost measurement, run(timed=True); the engine turns them off on a CPU).
+        self.cuda_graphs = bool(cuda_graphs)
         self.cb_config = ContinuousBatchingConfig(
             block_size=block_size, num_blocks=num_blocks, max_batch_tokens=max_batch_tokens,
-            max_requests_per_batch=max_batch_requests, scheduler_type="fifo", use_cuda_graph=False,
+            max_requests_per_batch=max_batch_requests, scheduler_type="fifo", use_cuda_graph=self.cuda_graphs,
             use_async_batching=False, default_compile_level=0, seed=seed)
         self._manager = self.model.init_continuous_batching(generation_config=self.generation_config,
                                                             continuous_batching_config=self.cb_config)
@@ -181,11 +187,14 @@ class HFEngine:
 
     # ---------------------------------------------------------------------------------------------------- running
 
-    def run(self, requests: list[tuple[int, int]], on_forward: Callable | None = None) -> list[StepInfo]:
+    def run(self, requests: list[tuple[int, int]], on_forward: Callable | None = None,
+            timed: bool = False) -> list[StepInfo]:
         """Serves `requests` = [(prompt_len, max_new_tokens), ...] (random prompt tokens) with the engine's own
         loop to completion; returns one StepInfo per scheduler step. `on_forward(step_info, call)` is invoked at
         each step's model forward; `call()` runs that forward and returns its output, and what on_forward returns
-        is what the engine uses as the forward's output."""
+        is what the engine uses as the forward's output. `timed`: each StepInfo carries `times`, the step's wall
+        time split into the engine's phases (_PhaseTimer); with CUDA graphs on, a replayed step runs no Python
+        forward, so on_forward is not called for it."""
         import torch
         from transformers.generation.continuous_batching.continuous_api import BackgroundThreadStatus
 
@@ -215,8 +224,10 @@ class HFEngine:
         # The loop serves what is queued, then sees FLUSH_AND_STOP with nothing pending and returns.
         status.request_stop(BackgroundThreadStatus.FLUSH_AND_STOP, manager.distributed_helper.global_rank)
 
-        hooks = _StepHooks(self.model, bp, on_forward)
-        with hooks:
+        graphs = any(manager.continuous_batching_config.cuda_graph_booleans)
+        hooks = _StepHooks(self.model, bp, on_forward, expect_one_forward=not graphs)
+        timer = _PhaseTimer(bp, hooks) if timed else contextlib.nullcontext()
+        with hooks, timer:
             manager._run_generation_loop()
         if hooks.error is not None:
             raise hooks.error
@@ -294,15 +305,17 @@ class _StepHooks:
     """Installs (on instances only, undone on exit) the wrappers that turn the engine's loop into StepInfos and
     route each step's model forward through on_forward."""
 
-    def __init__(self, model, batch_processor, on_forward):
+    def __init__(self, model, batch_processor, on_forward, expect_one_forward: bool = True):
         self.model = model
         self.bp = batch_processor
         self.on_forward = on_forward
+        self.expect_one_forward = expect_one_forward  # False under CUDA graphs: a replay runs no Python forward
         self.steps: list[StepInfo] = []
         self.error: BaseException | None = None
         self._scheduled: StepInfo | None = None
         self._current: StepInfo | None = None
         self._forwards = 0
+        self.last_forwards = 0
 
     def __enter__(self):
         from transformers.generation.continuous_batching.requests import RequestStatus
@@ -330,7 +343,8 @@ class _StepHooks:
                 orig_step(model)
             finally:
                 self._current = None
-            if self._forwards != 1:
+            self.last_forwards = self._forwards
+            if self.expect_one_forward and self._forwards != 1:
                 raise EngineError(f"step {info.step} ran the model forward {self._forwards} times, expected once "
                                   f"(CUDA graphs or compile would hide it)")
             self.steps.append(info)
@@ -361,6 +375,115 @@ class _StepHooks:
             del self.model.forward
         else:
             self.model.forward = self._saved_forward
+        return False
+
+
+class _PhaseTimer:
+    """run(timed=True): wraps, on instances only and undone on exit, the engine's own phases of a step and records
+    their wall time (perf_counter) into the step's StepInfo.times:
+
+    prepare_s  ContinuousBatchProcessor.prepare_next_batch: requests in, scheduling, cache allocation, the
+               step's host-side inputs (schedule_s: the scheduler's schedule_batch within it)
+    kwargs_s   ContinuousBatchingIOs.get_model_kwargs: the model's keyword arguments (host to device)
+    launch_s   ModelRunner.compute_batch: the forward, logits processing and sampling, as the host issues them
+               (eager: every op's launch; CUDA graphs: a replay, or a capture the first time a size is seen)
+    sync_s     ContinuousBatchingIOs.retrieve_device_outputs: waits for the device, copies the tokens back
+    update_s   ContinuousBatchProcessor.update_batch: request states, outputs, freed blocks
+    step_s     from prepare_next_batch's start to update_batch's end; other_s what none of these hold
+    device_s   on CUDA, the span between events recorded before and after compute_batch on the compute
+               stream: the device's time for the step's work, idle gaps while it waits for the host included
+    forwards   Python forwards the step ran: 1 eager, 0 a graph replay, 2 a graph capture (warm-up + capture)
+    """
+
+    def __init__(self, batch_processor, hooks: "_StepHooks"):
+        self.bp = batch_processor
+        self.hooks = hooks
+        self._saved: list[tuple[object, str, object]] = []
+        self._cur: dict | None = None
+
+    def _wrap(self, obj, name: str, key: str, after=None):
+        orig = getattr(obj, name)
+        self._saved.append((obj, name, obj.__dict__.get(name, _MISSING)))
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                if self._cur is not None:
+                    self._cur[key] = self._cur.get(key, 0.0) + time.perf_counter() - t0
+                if after is not None:
+                    after()
+
+        setattr(obj, name, timed)
+
+    def __enter__(self):
+        import torch
+
+        bp, io = self.bp, self.bp.inputs_and_outputs
+        cuda = torch.cuda.is_available() and getattr(io, "compute_stream", None) is not None
+        orig_prepare = bp.prepare_next_batch
+        self._saved.append((bp, "prepare_next_batch", bp.__dict__.get("prepare_next_batch", _MISSING)))
+
+        def prepare_next_batch(*args, **kwargs):
+            cur = {"t0": time.perf_counter()}
+            self._cur = cur
+            available = orig_prepare(*args, **kwargs)
+            cur["prepare_s"] = time.perf_counter() - cur["t0"]
+            if not available:
+                self._cur = None
+            return available
+
+        bp.prepare_next_batch = prepare_next_batch
+        self._wrap(bp.scheduler, "schedule_batch", "schedule_s")
+        self._wrap(io, "get_model_kwargs", "kwargs_s")
+        orig_compute = bp.model_runner.compute_batch
+        self._saved.append((bp.model_runner, "compute_batch",
+                            bp.model_runner.__dict__.get("compute_batch", _MISSING)))
+
+        def compute_batch(*args, **kwargs):
+            cur = self._cur
+            events = None
+            if cuda:
+                events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                events[0].record(io.compute_stream)
+            t0 = time.perf_counter()
+            try:
+                return orig_compute(*args, **kwargs)
+            finally:
+                if cur is not None:
+                    cur["launch_s"] = time.perf_counter() - t0
+                    if events is not None:
+                        events[1].record(io.compute_stream)
+                        cur["events"] = events
+
+        bp.model_runner.compute_batch = compute_batch
+        self._wrap(io, "retrieve_device_outputs", "sync_s")
+        self._wrap(bp, "update_batch", "update_s", after=self._close_step)
+        return self
+
+    def _close_step(self):
+        cur, self._cur = self._cur, None
+        if cur is None or not self.hooks.steps:
+            return
+        step_s = time.perf_counter() - cur.pop("t0")
+        events = cur.pop("events", None)
+        times = {k: cur.get(k, 0.0) for k in ("prepare_s", "schedule_s", "kwargs_s", "launch_s", "sync_s", "update_s")}
+        times["step_s"] = step_s
+        times["other_s"] = step_s - sum(times[k] for k in ("prepare_s", "kwargs_s", "launch_s", "sync_s", "update_s"))
+        if events is not None:
+            events[1].synchronize()
+            times["device_s"] = events[0].elapsed_time(events[1]) * 1e-3
+        times["forwards"] = self.hooks.last_forwards
+        self.hooks.steps[-1] = dataclasses.replace(self.hooks.steps[-1], times=times)
+
+    def __exit__(self, *exc):
+        for obj, name, prev in reversed(self._saved):
+            if prev is _MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, prev)
+        self._saved = []
         return False
 
 
