@@ -86,6 +86,7 @@ class ProfileStore {
   int64_t measurement_context(const std::string& j) { return plan::upsert_measurement_context(store_, json::parse(j)); }
   int64_t commit_point(const std::string& j) { return plan::commit_point(store_, json::parse(j)); }
   void commit_resolution(const std::string& j) { plan::commit_resolution(store_, json::parse(j)); }
+  std::string engine_signature(const std::string& j) { return plan::upsert_engine_signature(store_, json::parse(j)); }
   void ingest(const std::vector<std::string>& traces) { store::ingest_traces(store_, traces); }
 
  private:
@@ -188,6 +189,7 @@ PYBIND11_MODULE(dooly_core, m) {
       .def("measurement_context", &ProfileStore::measurement_context)
       .def("commit_point", &ProfileStore::commit_point)
       .def("commit_resolution", &ProfileStore::commit_resolution)
+      .def("engine_signature", &ProfileStore::engine_signature)
       .def("ingest", &ProfileStore::ingest);
   py::class_<EnergyMeter>(m, "EnergyMeter")
       .def(py::init<std::optional<double>, int64_t>(), py::arg("baseline_w") = py::none(),

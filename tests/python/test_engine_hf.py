@@ -268,6 +268,25 @@ def test_engine_cost_fits_host_time_per_step_kind(tmp_path):
     assert summary["decode"]["fit_host"] and set(summary["decode"]["fit_host"]) >= {"a_s", "per_requests_s", "mape"}
     assert summary["prefill"]["fit_host"] and "per_tokens_s" in summary["prefill"]["fit_host"]
     assert summary["prefill"]["steps"] == sum(1 for r in rows if r["kind"] == "prefill")
+    # Stored as the engine's own signature (kind 'engine', schema v4): one row per step composition.
+    import sqlite3
+
+    db = tmp_path / "cost.sqlite"
+    n = engine_cost.commit(str(db), rows, "llama-3.1-8b-tiny", str(tiny_path("llama-3.1-8b")), "cpu")
+    assert n == len({tuple(r[k] for k in engine_cost.COMPOSITION) for r in rows})
+    with sqlite3.connect(db) as c:
+        sigs = c.execute("SELECT kind, name, canonical_json FROM signatures").fetchall()
+        stored = c.execute("SELECT point_key, num_tokens, num_requests, prefill_chunk, batch, repetitions, "
+                           "latency_mean_s FROM measurements WHERE status = 'ok'").fetchall()
+    assert [(k, name) for k, name, _ in sigs] == [("engine", "hf-continuous-batching")]
+    assert json.loads(sigs[0][2])["attrs"]["cuda_graphs"] == [False, False]
+    assert len(stored) == n and all(lat > 0 and reps >= 1 for *_, reps, lat in stored)
+    decode_of_3 = [r for r in stored if r[2] == 3 and r[4] == 3]
+    assert decode_of_3 and json.loads(decode_of_3[0][0]) == {"DECODE_REQS": 3, "NUM_REQS": 3, "NUM_TOKS": 3,
+                                                             "PREFILL_TOKS": 0}
+    assert engine_cost.commit(str(db), rows, "llama-3.1-8b-tiny", str(tiny_path("llama-3.1-8b")), "cpu") == n
+    with sqlite3.connect(db) as c:  # the same engine again: its signature once, its points measured twice
+        assert c.execute("SELECT count(*) FROM signatures").fetchone()[0] == 1
     out = tmp_path / "cost.json"
     assert engine_cost.main(["--model", "llama-3.1-8b", "--tiny", "--graphs", "maybe", "--out", str(out)]) == 2
     assert engine_cost.main(["--model", "no-such-model", "--tiny", "--out", str(out)]) == 2

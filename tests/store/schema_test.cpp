@@ -138,6 +138,70 @@ INSERT INTO measurements VALUES (23, 8, 12, 1, 1, 0, 4096, 8, 0, 5, 0.001, 0.001
                                  NULL, NULL, NULL, 1710000200, '{}');
 )sql";
 
+// The v3 migration exactly as dooly released it (frozen like the others): v1 + v2 + this = a file written by the v3
+// release (data/profile/h200.sqlite of 2026-12-02 was one).
+constexpr std::string_view frozen_v3_script = R"sql(
+CREATE TABLE measurements_v3 (
+  id                 INTEGER PRIMARY KEY,
+  signature_id       INTEGER NOT NULL REFERENCES signatures (id),
+  provenance_id      INTEGER NOT NULL REFERENCES provenance (id),
+  point_key          TEXT    NOT NULL DEFAULT '',
+  status             TEXT    NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'failed', 'oom', 'timeout')),
+  reason             TEXT    NOT NULL DEFAULT '',
+  num_tokens         INTEGER NOT NULL CHECK (num_tokens >= 0),
+  num_requests       INTEGER NOT NULL CHECK (num_requests >= 0),
+  prefill_chunk      INTEGER NOT NULL CHECK (prefill_chunk >= 0),
+  kv_length          INTEGER NOT NULL CHECK (kv_length >= 0),
+  batch              INTEGER NOT NULL CHECK (batch >= 0),
+  is_prefill         INTEGER NOT NULL CHECK (is_prefill IN (0, 1)),
+  repetitions        INTEGER NOT NULL CHECK (repetitions >= 0),
+  latency_mean_s     REAL    NOT NULL,
+  latency_median_s   REAL    NOT NULL,
+  latency_min_s      REAL    NOT NULL,
+  latency_max_s      REAL    NOT NULL,
+  latency_std_s      REAL    NOT NULL,
+  energy_j           REAL,
+  energy_hw_j        REAL,
+  energy_std_j       REAL,
+  avg_power_w        REAL,
+  measured_at_unix_s INTEGER NOT NULL,
+  extra_json         TEXT    NOT NULL DEFAULT '{}',
+  CHECK (status <> 'ok' OR repetitions >= 1),
+  CHECK (status = 'ok' OR reason <> '')
+) STRICT;
+INSERT INTO measurements_v3 (id, signature_id, provenance_id, num_tokens, num_requests, prefill_chunk, kv_length,
+                             batch, is_prefill, repetitions, latency_mean_s, latency_median_s, latency_min_s,
+                             latency_max_s, latency_std_s, energy_j, energy_std_j, avg_power_w, measured_at_unix_s,
+                             extra_json)
+  SELECT id, signature_id, provenance_id, num_tokens, num_requests, prefill_chunk, kv_length, batch, is_prefill,
+         repetitions, latency_mean_s, latency_median_s, latency_min_s, latency_max_s, latency_std_s, energy_j,
+         energy_std_j, avg_power_w, measured_at_unix_s, extra_json
+  FROM measurements;
+DROP TABLE measurements;
+ALTER TABLE measurements_v3 RENAME TO measurements;
+CREATE INDEX measurements_by_point ON measurements (signature_id, provenance_id, point_key);
+
+CREATE TABLE resolutions (
+  signature_id       INTEGER NOT NULL REFERENCES signatures (id),
+  provenance_id      INTEGER NOT NULL REFERENCES provenance (id),
+  unit_signature_id  INTEGER REFERENCES signatures (id),
+  level              INTEGER NOT NULL CHECK (level >= 0),
+  status             TEXT    NOT NULL CHECK (status IN ('runs', 'absorbed', 'unrunnable')),
+  attempts_json      TEXT    NOT NULL DEFAULT '[]',
+  resolved_at_unix_s INTEGER NOT NULL,
+  PRIMARY KEY (signature_id, provenance_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX resolutions_by_provenance ON resolutions (provenance_id);
+PRAGMA user_version = 3;
+)sql";
+
+// Rows a v3 release would have written on top of the v2 ones: a measured point with its key and a resolution.
+constexpr std::string_view v3_rows = R"sql(
+INSERT INTO measurements VALUES (31, 4, 12, '{"NUM_TOKS":64}', 'ok', '', 64, 1, 0, 0, 0, 1, 30, 0.0005, 0.0005, 0.0004,
+                                 0.0007, 0.00002, 0.35, 0.01, 0.004, 700.0, 1710000300, '{"cuda_graph":true}');
+INSERT INTO resolutions VALUES (4, 12, 4, 0, 'runs', '[]', 1710000301);
+)sql";
+
 std::string create_v2_file(const TempDir& dir) {
   const std::string path = dir.file("v2.sqlite");
   Database db(path, OpenMode::read_write, 1000ms);
@@ -145,6 +209,18 @@ std::string create_v2_file(const TempDir& dir) {
   db.execute(frozen_v1_ddl);
   db.execute(frozen_v2_script);
   db.execute(v2_rows);
+  return path;
+}
+
+std::string create_v3_file(const TempDir& dir) {
+  const std::string path = dir.file("v3.sqlite");
+  Database db(path, OpenMode::read_write, 1000ms);
+  db.execute("PRAGMA journal_mode = WAL");
+  db.execute(frozen_v1_ddl);
+  db.execute(frozen_v2_script);
+  db.execute(v2_rows);
+  db.execute(frozen_v3_script);
+  db.execute(v3_rows);
   return path;
 }
 
@@ -190,9 +266,9 @@ StoreError expect_store_error(F&& f) {
 
 TEST(Schema, MigrationsAreNumberedInOrder) {
   const auto all = migrations();
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 4u);
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].to_version, static_cast<int>(i + 1));
-  EXPECT_EQ(current_schema_version(), 3);
+  EXPECT_EQ(current_schema_version(), 4);
 }
 
 TEST(Schema, NewFileIsCurrentWalAndMarked) {
@@ -202,7 +278,7 @@ TEST(Schema, NewFileIsCurrentWalAndMarked) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 0);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
     EXPECT_EQ(db.query_int64("PRAGMA application_id"), application_id);
     EXPECT_EQ(db.query_text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
@@ -221,7 +297,7 @@ TEST(Schema, NewFileIsCurrentWalAndMarked) {
                                         "attempts_json", "resolved_at_unix_s"}));
   }
   Store again = Store::open(path);  // reopening a current file changes nothing
-  EXPECT_EQ(again.schema_version_at_open(), 3);
+  EXPECT_EQ(again.schema_version_at_open(), 4);
 }
 
 TEST(Schema, MigratesV1KeepingEveryRow) {
@@ -231,7 +307,7 @@ TEST(Schema, MigratesV1KeepingEveryRow) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 1);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
 
@@ -292,6 +368,38 @@ TEST(Schema, MigratesV1KeepingEveryRow) {
   EXPECT_EQ(schema_sql(path), schema_sql(dir.file("fresh.sqlite")));
 }
 
+// v3 -> v4 rebuilds signatures for the kind 'engine': every row keeps its id, the tables that refer to it keep their
+// rows and foreign keys, and an engine signature can be stored.
+TEST(Schema, MigratesV3KeepingEveryRowAndTakesEngineSignatures) {
+  TempDir dir;
+  const std::string path = create_v3_file(dir);
+  {
+    Store store = Store::open(path);
+    EXPECT_EQ(store.schema_version_at_open(), 3);
+    Database& db = store.database();
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
+    EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
+    EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    const auto linear = store.find_signature("cc33");
+    ASSERT_TRUE(linear);
+    EXPECT_EQ(linear->id, 4);
+    EXPECT_EQ(linear->created_at_unix_s, 1710000000);
+    EXPECT_EQ(store.find_signature("dd44")->kind, SignatureKind::module);
+    const auto measured = store.measurements_for(4, 12);
+    ASSERT_EQ(measured.size(), 2u);
+    EXPECT_EQ(measured[1].point_key, R"({"NUM_TOKS":64})");
+    EXPECT_EQ(measured[1].energy_hw_j, 0.01);
+    ASSERT_TRUE(store.resolution_of(4, 12));
+    EXPECT_EQ(store.signatures_of_model(2, 12).size(), 2u);
+    const auto engine = store.upsert_signature("ee55", "hf-continuous-batching", SignatureKind::engine, "{}");
+    EXPECT_TRUE(engine.inserted);
+    EXPECT_EQ(store.find_signature("ee55")->kind, SignatureKind::engine);
+    EXPECT_THROW(store.add_occurrences(2, 12, 999, Phase::decode, 1), StoreError);  // foreign keys still hold
+  }
+  Store::open(dir.file("fresh.sqlite"));
+  EXPECT_EQ(schema_sql(path), schema_sql(dir.file("fresh.sqlite")));
+}
+
 TEST(Schema, MigratesV2KeepingEveryRow) {
   TempDir dir;
   const std::string path = create_v2_file(dir);
@@ -299,7 +407,7 @@ TEST(Schema, MigratesV2KeepingEveryRow) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 2);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 3);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM resolutions"), 0);
@@ -378,7 +486,7 @@ TEST(Schema, ReadOnlyOpenOfAnOlderFileAsksForAReadWriteOpen) {
   TempDir dir;
   const std::string path = create_v1_file(dir);
   const StoreError e = expect_store_error([&] { Store::open(path, Store::Mode::read_only); });
-  EXPECT_NE(std::string(e.what()).find("schema version 1 is older than this dooly's schema version 3"),
+  EXPECT_NE(std::string(e.what()).find("schema version 1 is older than this dooly's schema version 4"),
             std::string::npos)
       << e.what();
   EXPECT_NE(e.fix().find("read-write"), std::string::npos) << e.fix();
@@ -390,17 +498,17 @@ TEST(Schema, FileFromTheFutureIsRefused) {
   TempDir dir;
   const std::string path = dir.file("future.sqlite");
   Store::open(path);
-  set_user_version(path, 4);
+  set_user_version(path, 5);
   for (Store::Mode mode : {Store::Mode::read_write, Store::Mode::read_only}) {
     const StoreError e = expect_store_error([&] { Store::open(path, mode); });
     EXPECT_EQ(
         std::string(e.what()),
-        fmt::format("store {}: schema version 4 is newer than this dooly understands (schema version 3) — "
+        fmt::format("store {}: schema version 5 is newer than this dooly understands (schema version 4) — "
                     "upgrade dooly to a release that writes this schema version; never downgrade a store in place",
                     path));
   }
   Database db(path, OpenMode::read_only, 1000ms);
-  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
+  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 5);
 }
 
 TEST(Schema, ForeignSqliteFileIsRefused) {

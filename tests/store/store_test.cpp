@@ -643,7 +643,7 @@ TEST_F(OccurrenceTest, DataSurvivesReopeningAndReadOnlyCannotWrite) {
   Store reader = Store::open(dir.file("dooly.sqlite"), Store::Mode::read_only);
   EXPECT_EQ(reader.mode(), Store::Mode::read_only);
   const Summary after = reader.summary();
-  EXPECT_EQ(after.schema_version, 3);
+  EXPECT_EQ(after.schema_version, 4);
   EXPECT_EQ(after.signatures, before.signatures);
   EXPECT_EQ(after.models, 2);
   EXPECT_EQ(after.provenances, 2);

@@ -165,9 +165,9 @@ TEST(StoreThreads, ConcurrentFirstOpensMigrateOnce) {
   for (auto& t : threads) t.join();
   for (int i = 0; i < openers; ++i) EXPECT_EQ(failures[i], "") << "opener " << i;
   EXPECT_EQ(std::count(found.begin(), found.end(), 0), 1) << "exactly one opener creates the schema";
-  EXPECT_EQ(std::count(found.begin(), found.end(), 3), openers - 1);
+  EXPECT_EQ(std::count(found.begin(), found.end(), 4), openers - 1);
   Store store = Store::open(path, Store::Mode::read_only);
-  EXPECT_EQ(store.database().query_int64("PRAGMA user_version"), 3);
+  EXPECT_EQ(store.database().query_int64("PRAGMA user_version"), 4);
   EXPECT_EQ(store.database().query_int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 6);
 }
 

@@ -10,7 +10,7 @@ Per (step kind, CUDA-graph mode) a least-squares line host_s = a + b * requests 
 part (step_s less the device's share: on CUDA, what the device span exceeds of the host's own launch time is
 waiting; on a CPU the forward is host work and is reported apart as launch_s).
 
-  python -m dooly.profile.engine_cost --model llama-3.1-8b --device cuda --graphs off,on --out cost.json
+  python -m dooly.profile.engine_cost --model llama-3.1-8b --device cuda --graphs off,on --out cost.json [--db S]
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ def measure(config_path: str, attention: str, device: str, graphs: bool, workloa
     with HFEngine(config_path, attention=attention, device=device, dtype=dtype, cuda_graphs=graphs,
                   max_batch_tokens=max_batch_tokens) as eng:
         info = eng.engine_info()
+        engine = {"attention": info["attention"], "dtype": info["dtype"], "block_size": info["block_size"],
+                  "max_batch_tokens": eng.limits()["max_batch_tokens"], "cuda_graphs": list(info["cuda_graphs"])}
         for kind, sets in workloads.items():
             for requests in sets:
                 eng.run(requests)  # warm-up: caches, allocator, graph captures of these sizes
@@ -83,8 +85,56 @@ def measure(config_path: str, attention: str, device: str, graphs: bool, workloa
                                      "num_tokens": s.num_tokens, "num_requests": s.num_requests,
                                      "num_prefill_tokens": s.num_prefill_tokens,
                                      "num_decode_requests": s.num_decode_requests,
-                                     "cuda_graphs": list(info["cuda_graphs"]), "times": s.times})
+                                     "cuda_graphs": list(info["cuda_graphs"]), "engine": engine,
+                                     "times": s.times})
     return rows
+
+
+COMPOSITION = ("num_tokens", "num_requests", "num_prefill_tokens", "num_decode_requests")
+
+
+def commit(db: str, rows: list[dict], model: str, config_path: str, device: str) -> int:
+    """Stores the steps as measurements of the engine's own signature (kind 'engine', one per model and engine
+    configuration; dooly::plan::upsert_engine_signature) under this machine's measurement context: one row per step
+    composition, its statistics over the steps of that composition (host time, as host_s). Returns the rows."""
+    import collections
+    import hashlib
+
+    import torch
+
+    import dooly_core
+
+    from .context import machine_context
+
+    store = dooly_core.ProfileStore(db)
+    ctx = store.measurement_context(json.dumps(machine_context(torch.device(device))))
+    with open(config_path, "rb") as f:
+        config_hash = hashlib.sha256(f.read()).hexdigest()
+    groups: dict[tuple, list[dict]] = collections.defaultdict(list)
+    for r in rows:
+        groups[(json.dumps(r["engine"], sort_keys=True), tuple(r[k] for k in COMPOSITION))].append(r)
+    hashes: dict[str, str] = {}
+    for (engine, comp), sel in sorted(groups.items()):
+        if engine not in hashes:
+            hashes[engine] = store.engine_signature(json.dumps(
+                {"name": "hf-continuous-batching", "model": model, "config_hash": config_hash, **json.loads(engine)}))
+        toks, reqs, prefill, decodes = comp
+        key = json.dumps({"DECODE_REQS": decodes, "NUM_REQS": reqs, "NUM_TOKS": toks, "PREFILL_TOKS": prefill},
+                         sort_keys=True, separators=(",", ":"))
+        hs = [host_s(r["times"]) for r in sel]
+        phases = {k: statistics.median(r["times"][k] for r in sel) for k in
+                  ("step_s", "prepare_s", "schedule_s", "kwargs_s", "launch_s", "sync_s", "update_s")}
+        dev = [r["times"]["device_s"] for r in sel if "device_s" in r["times"]]
+        store.commit_point(json.dumps({
+            "signature": hashes[engine], "provenance_id": ctx, "status": "ok", "repetitions": len(hs),
+            "point": {"key": key, "num_tokens": toks, "num_requests": reqs, "prefill_tokens": prefill,
+                      "decode_requests": decodes, "kv_tokens": 0},
+            "latency_s": {"mean": statistics.fmean(hs), "median": statistics.median(hs), "min": min(hs),
+                          "max": max(hs), "std": statistics.stdev(hs) if len(hs) > 1 else 0.0},
+            "extra": {"measures": "host_s: the step's wall time less its wait for the device (engine_cost.py)",
+                      "kind": sel[0]["kind"], "phases_median_s": phases,
+                      "device_s_median": statistics.median(dev) if dev else None}}))
+    return len(groups)
 
 
 def summarize(rows: list[dict]) -> list[dict]:
@@ -114,6 +164,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--max-batch-tokens", type=int, default=521, help="the engine's token budget per step")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--db", default="", help="also store the steps as the engine's signatures (kind 'engine') here")
     args = ap.parse_args(argv)
     from ..cli_trace import _config_path
 
@@ -135,6 +186,9 @@ def main(argv=None) -> int:
         rows += measure(config, args.attention, args.device, g, workloads, repeat=args.repeat,
                         max_batch_tokens=args.max_batch_tokens)
     summary = summarize(rows)
+    if args.db:
+        n = commit(args.db, rows, args.model, config, args.device)
+        print(f"engine_cost: {n} step compositions stored in {args.db}")
     with open(args.out, "w") as f:
         json.dump({"version": 1, "model": args.model, "attention": args.attention, "device": args.device,
                    "seconds": time.perf_counter() - t0, "summary": summary, "steps": rows}, f, indent=1)

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "dooly/common/error.hpp"
+#include "dooly/signature/sha256.hpp"
 
 namespace dooly::plan {
 namespace {
@@ -92,6 +93,35 @@ int64_t commit_point(store::Store& store, const json& r) {
   extra["requests"] = point.value("requests", json::array());
   m.extra_json = extra.dump();
   return store.insert_measurement(m);
+}
+
+std::string upsert_engine_signature(store::Store& store, const json& engine) {
+  const char* what = "engine signature";
+  json attrs = json::object();
+  for (const char* k : {"model", "config_hash", "attention", "dtype"}) {
+    const json& v = need(engine, k, what);
+    if (!v.is_string() || v.get<std::string>().empty())
+      DOOLY_THROW(InputError, kFix, "{}: '{}' must be a non-empty string", what, k);
+    attrs[k] = v;
+  }
+  for (const char* k : {"block_size", "max_batch_tokens"}) {
+    const json& v = need(engine, k, what);
+    if (!v.is_number_integer() || v.get<int64_t>() < 1)
+      DOOLY_THROW(InputError, kFix, "{}: '{}' must be a positive integer", what, k);
+    attrs[k] = v;
+  }
+  const json& graphs = need(engine, "cuda_graphs", what);
+  if (!graphs.is_array() || graphs.size() != 2 || !graphs[0].is_boolean() || !graphs[1].is_boolean())
+    DOOLY_THROW(InputError, kFix, "{}: 'cuda_graphs' must be [varlen, decode] booleans", what);
+  attrs["cuda_graphs"] = graphs;
+  const json& n = need(engine, "name", what);
+  if (!n.is_string() || n.get<std::string>().empty())
+    DOOLY_THROW(InputError, kFix, "{}: 'name' must be a non-empty string", what);
+  const std::string name = n.get<std::string>();
+  const std::string canonical = json{{"attrs", attrs}, {"kind", "engine"}, {"name", name}, {"v", 1}}.dump();
+  std::string hash = signature::sha256_hex(canonical);
+  store.upsert_signature(hash, name, store::SignatureKind::engine, canonical);
+  return hash;
 }
 
 void commit_resolution(store::Store& store, const json& r) {

@@ -4,6 +4,7 @@
 // in flight.
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,13 @@ std::optional<int64_t> latest_measurement_context(store::Store& store);
 //  "reason", "repetitions", "latency_s": {"mean","median","min","max","std"},
 //  "energy": null | {"j", "hw_j", "std_j", "avg_power_w"}, "extra": {...}} -> the measurement's id.
 int64_t commit_point(store::Store& store, const nlohmann::json& result);
+
+// The signature of a serving engine's own cost per step (kind 'engine', schema v4): {"name": "hf-continuous-batching",
+// "model": name, "config_hash", "attention", "cuda_graphs": [varlen, decode], "block_size", "max_batch_tokens",
+// "dtype"} -> its hash (SHA-256 of the canonical form {"attrs": {...}, "kind": "engine", "name", "v": 1}), stored
+// if new. The engine's steps are then committed with commit_point under that hash. The model is part of it: how many
+// ops an eager step launches is the model's.
+std::string upsert_engine_signature(store::Store& store, const nlohmann::json& engine);
 
 // {"signature": hash, "provenance_id", "unit": hash | null, "level", "status": "runs"|"absorbed"|"unrunnable",
 //  "attempts": [{"unit", "level", "error"}]}.

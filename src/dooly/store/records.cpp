@@ -6,7 +6,7 @@ namespace dooly::store {
 namespace {
 
 // Each enum's words in the order of its enumerators: the one table both directions read.
-constexpr std::array<std::string_view, 2> kSignatureKinds{"op", "module"};
+constexpr std::array<std::string_view, 3> kSignatureKinds{"op", "module", "engine"};
 constexpr std::array<std::string_view, 3> kPhases{"prefill", "decode", "mixed"};
 constexpr std::array<std::string_view, measurement_status_count> kMeasurementStatuses{"ok", "failed", "oom", "timeout"};
 constexpr std::array<std::string_view, 3> kResolutionStatuses{"runs", "absorbed", "unrunnable"};

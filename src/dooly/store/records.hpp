@@ -9,7 +9,7 @@
 
 namespace dooly::store {
 
-enum class SignatureKind { op, module };
+enum class SignatureKind { op, module, engine };  // engine: the serving engine's own cost per step (schema v4)
 // Which kind of engine step a signature was traced in (a mixed step batches decodes with a prefill chunk).
 enum class Phase { prefill, decode, mixed };
 

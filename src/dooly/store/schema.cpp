@@ -168,10 +168,31 @@ CREATE TABLE resolutions (
 CREATE INDEX resolutions_by_provenance ON resolutions (provenance_id);
 )sql";
 
-constexpr std::array<Migration, 3> all_migrations{{
+// v4: a third signature kind, 'engine': the serving engine's own cost per step (scheduling, batch preparation,
+// launches, sampling, bookkeeping) as a function of the step's composition, measured on the real engine
+// (python/dooly/profile/engine_cost.py) and stored as measurements of its own signature. The CHECK changes, so the
+// table is rebuilt (ids kept; the tables that reference it keep their rows and their foreign keys by name).
+constexpr std::string_view v4_script = R"sql(
+CREATE TABLE signatures_v4 (
+  id                INTEGER PRIMARY KEY,
+  hash              TEXT    NOT NULL UNIQUE,
+  name              TEXT    NOT NULL,
+  kind              TEXT    NOT NULL CHECK (kind IN ('op', 'module', 'engine')),
+  canonical_json    TEXT    NOT NULL,
+  metadata_json     TEXT    NOT NULL DEFAULT '{}',
+  created_at_unix_s INTEGER NOT NULL
+) STRICT;
+INSERT INTO signatures_v4 (id, hash, name, kind, canonical_json, metadata_json, created_at_unix_s)
+  SELECT id, hash, name, kind, canonical_json, metadata_json, created_at_unix_s FROM signatures;
+DROP TABLE signatures;
+ALTER TABLE signatures_v4 RENAME TO signatures;
+)sql";
+
+constexpr std::array<Migration, 4> all_migrations{{
     {1, "signatures, models, provenance, model_signatures, measurements", v1_script},
     {2, "provenance: add engine_version, kv_cache_dtype, block_size (part of its identity)", v2_script},
     {3, "measurements: add point_key, status, reason, energy_hw_j; new table resolutions", v3_script},
+    {4, "signatures: kind 'engine' (the serving engine's own cost per step)", v4_script},
 }};
 
 struct FileState {
