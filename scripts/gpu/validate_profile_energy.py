@@ -139,7 +139,7 @@ def main():
         unit = build(u, bindings)
         with torch.no_grad():
             # The long window: the same replays for --seconds, between counter reads.
-            replay, graphed = Timer(dev, settings)._replayer(unit, again["extra"]["calls_per_sample"])
+            replay, graphed = Timer(dev, settings).replayer(unit, again["extra"]["calls_per_sample"])
             per = again["extra"]["calls_per_sample"]
             time.sleep(1.5)
             c0 = counter.joules()

@@ -145,7 +145,7 @@ class Timer:
         self._sync()
         est = (time.perf_counter() - t0) / n
         per = max(1, min(64 if self.cuda else 1000, math.ceil((2e-3 if self.cuda else 1e-3) / max(est, 1e-9))))
-        replay, graphed = self._replayer(unit, per)
+        replay, graphed = self.replayer(unit, per)
         return replay, graphed, per
 
     def _sample(self, replay, per: int, w0: float) -> tuple[list[float], bool]:
@@ -175,7 +175,7 @@ class Timer:
                 return samples, True
             batch = min(256, batch * 2)
 
-    def _replayer(self, unit, per):
+    def replayer(self, unit, per):
         """A zero-argument callable that runs `per` calls: a CUDA graph replay when the unit can be captured."""
         if self.cuda:
             try:
