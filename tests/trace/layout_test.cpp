@@ -52,6 +52,8 @@ TEST(Layout, InnerStrideAndOffsetAlignmentAreHashed) {
   EXPECT_EQ(layout_token({4, 8}, Layout{{16, 2}, 0}, 2), "0p1;i2;a16");
   EXPECT_EQ(layout_token({4, 8}, Layout{{8, 1}, 3}, 2), "0p1;a2");
   EXPECT_EQ(layout_token({4, 8}, Layout{{8, 1}, 8}, 2), "0p1;a16");
+  // An offset whose bytes pass int64 (a fuzzed trace) is still read without overflow.
+  EXPECT_EQ(layout_token({4, 8}, Layout{{8, 1}, INT64_MAX}, 8), "0p1;a8");
   // Overlapping windows (unfold): the outer stride is inside the inner extent.
   EXPECT_EQ(layout_token({3, 8}, Layout{{2, 1}, 0}, 4), "0o1;a16");
 }

@@ -66,7 +66,7 @@ std::string layout_token(const std::vector<int64_t>& sizes, const Layout& l, int
     if (sizes[d] > 1 && l.strides[d] == 0) broadcast += fmt::format("{}{}", broadcast.empty() ? "" : ",", d);
   if (!broadcast.empty()) token += ";b" + broadcast;
   if (!dims.empty() && l.strides[dims.back()] != 1) token += fmt::format(";i{}", l.strides[dims.back()]);
-  const int64_t offset_bytes = l.offset * std::max<int64_t>(element_bytes, 1);
+  const Wide offset_bytes = static_cast<Wide>(l.offset) * std::max<int64_t>(element_bytes, 1);  // no int64 overflow
   int64_t align = 16;
   while (align > 1 && offset_bytes % align != 0) align /= 2;
   token += fmt::format(";a{}", align);
