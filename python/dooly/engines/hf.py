@@ -401,63 +401,69 @@ class _PhaseTimer:
         self._saved: list[tuple[object, str, object]] = []
         self._cur: dict | None = None
 
-    def _wrap(self, obj, name: str, key: str, after=None):
-        orig = getattr(obj, name)
+    def _install(self, obj, name: str, make) -> None:
+        """Replaces obj.name (on the instance) with make(original); __exit__ puts back what was there."""
         self._saved.append((obj, name, obj.__dict__.get(name, _MISSING)))
+        setattr(obj, name, make(getattr(obj, name)))
 
-        def timed(*args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return orig(*args, **kwargs)
-            finally:
-                if self._cur is not None:
-                    self._cur[key] = self._cur.get(key, 0.0) + time.perf_counter() - t0
-                if after is not None:
-                    after()
+    def _wrap(self, obj, name: str, key: str, after=None):
+        def make(orig):
+            def timed(*args, **kwargs):
+                t0 = time.perf_counter()
+                try:
+                    return orig(*args, **kwargs)
+                finally:
+                    if self._cur is not None:
+                        self._cur[key] = self._cur.get(key, 0.0) + time.perf_counter() - t0
+                    if after is not None:
+                        after()
 
-        setattr(obj, name, timed)
+            return timed
+
+        self._install(obj, name, make)
 
     def __enter__(self):
         import torch
 
         bp, io = self.bp, self.bp.inputs_and_outputs
         cuda = torch.cuda.is_available() and getattr(io, "compute_stream", None) is not None
-        orig_prepare = bp.prepare_next_batch
-        self._saved.append((bp, "prepare_next_batch", bp.__dict__.get("prepare_next_batch", _MISSING)))
 
-        def prepare_next_batch(*args, **kwargs):
-            cur = {"t0": time.perf_counter()}
-            self._cur = cur
-            available = orig_prepare(*args, **kwargs)
-            cur["prepare_s"] = time.perf_counter() - cur["t0"]
-            if not available:
-                self._cur = None
-            return available
+        def prepare(orig):  # a step starts here; a call that schedules nothing is no step
+            def prepare_next_batch(*args, **kwargs):
+                cur = {"t0": time.perf_counter()}
+                self._cur = cur
+                available = orig(*args, **kwargs)
+                cur["prepare_s"] = time.perf_counter() - cur["t0"]
+                if not available:
+                    self._cur = None
+                return available
 
-        bp.prepare_next_batch = prepare_next_batch
+            return prepare_next_batch
+
+        self._install(bp, "prepare_next_batch", prepare)
         self._wrap(bp.scheduler, "schedule_batch", "schedule_s")
         self._wrap(io, "get_model_kwargs", "kwargs_s")
-        orig_compute = bp.model_runner.compute_batch
-        self._saved.append((bp.model_runner, "compute_batch",
-                            bp.model_runner.__dict__.get("compute_batch", _MISSING)))
 
-        def compute_batch(*args, **kwargs):
-            cur = self._cur
-            events = None
-            if cuda:
-                events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                events[0].record(io.compute_stream)
-            t0 = time.perf_counter()
-            try:
-                return orig_compute(*args, **kwargs)
-            finally:
-                if cur is not None:
-                    cur["launch_s"] = time.perf_counter() - t0
-                    if events is not None:
-                        events[1].record(io.compute_stream)
-                        cur["events"] = events
+        def compute(orig):  # the launches, and on CUDA the device span between events around them
+            def compute_batch(*args, **kwargs):
+                cur = self._cur
+                events = None
+                if cuda:
+                    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                    events[0].record(io.compute_stream)
+                t0 = time.perf_counter()
+                try:
+                    return orig(*args, **kwargs)
+                finally:
+                    if cur is not None:
+                        cur["launch_s"] = time.perf_counter() - t0
+                        if events is not None:
+                            events[1].record(io.compute_stream)
+                            cur["events"] = events
 
-        bp.model_runner.compute_batch = compute_batch
+            return compute_batch
+
+        self._install(bp.model_runner, "compute_batch", compute)
         self._wrap(io, "retrieve_device_outputs", "sync_s")
         self._wrap(bp, "update_batch", "update_s", after=self._close_step)
         return self

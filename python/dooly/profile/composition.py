@@ -11,7 +11,7 @@ L2), and
     measured  = the step's kernel time in the engine (ops' kernel_us; the step's total besides)
 
 The gap is split by op name, so a report says what it is made of: kernels that ran longer or shorter alone, the
-per-call cost of a graph replay (`isolated_kernel_us`, the kernel time of one isolated call, separates the two),
+per-call cost of a graph replay (`isolated_kernel_s`, the kernel time of one isolated call, separates the two),
 and ops that did not run alone (their in-engine time is counted as not predicted, never silently dropped).
 """
 
@@ -22,7 +22,7 @@ import json
 import torch
 
 from .measure import Settings, Timer, copies_for
-from .units import OpUnit, describe_error
+from .units import OpUnit, describe_error, kernel_events
 
 
 def record_key(op: dict) -> str:
@@ -45,16 +45,6 @@ def step_groups(step: dict) -> list[dict]:
     return list(groups.values())
 
 
-def isolated_kernel_us(unit) -> float:
-    """Device time of the kernels one call launches (torch.profiler): the isolated call without replay overhead."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        unit.call()
-        torch.cuda.synchronize()
-    return sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-
-
 def check_step(step: dict, device, settings: Settings, only_with_kernels: bool = True) -> dict:
     """One step's check: per group the in-engine and the isolated time, and the totals (seconds)."""
     cuda = device.type == "cuda"
@@ -73,7 +63,8 @@ def check_step(step: dict, device, settings: Settings, only_with_kernels: bool =
                 row["isolated_s"] = r["latency_s"]["mean"]
                 row["cuda_graph"] = r["extra"]["cuda_graph"]
                 if cuda:
-                    row["isolated_kernel_s"] = isolated_kernel_us(unit) * 1e-6
+                    # one call's kernels alone: the isolated time without graph-replay overhead
+                    row["isolated_kernel_s"] = sum(e.time_range.elapsed_us() for e in kernel_events(unit.call)) * 1e-6
             unit.copies = []
         except Exception as e:  # noqa: BLE001 - an op that does not run alone is reported, and the check goes on
             row["error"] = describe_error(e)

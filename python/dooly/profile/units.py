@@ -286,14 +286,19 @@ def compare_kernels(traced: list[str], launched: list[str]) -> tuple[str, str]:
     return "disjoint", f"launched {sorted(got)[:3]}, traced {sorted(t)[:3]}"[:300]
 
 
-def launched_kernels(fn) -> list[str]:
-    """The CUDA kernels one call of fn launches (torch.profiler)."""
+def kernel_events(fn) -> list:
+    """The CUDA kernel events of one call of fn (torch.profiler): their names and device time ranges."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    return sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
+    return [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def launched_kernels(fn) -> list[str]:
+    """The CUDA kernels one call of fn launches."""
+    return sorted({e.name for e in kernel_events(fn)})
 
 
 def describe_error(e: BaseException) -> str:
