@@ -4,12 +4,18 @@
 #                and eager, kept in /tmp/dooly-checks while the machine stays held
 #   composition  scripts/gpu/composition_check.py over the sdpa-efficient traces (units alone vs the engine step)
 #   cost         python -m dooly.profile.engine_cost per model, CUDA graphs off and on (the engine's host cost)
-#   validate     scripts/gpu/validate_profile_energy.py --long-only over $DB: $POINTS points of >= 1 ms against a
-#                5 s energy-counter reference (the 3 % goal)
+#   validate     scripts/gpu/validate_profile_energy.py --long-only over the store: $POINTS points of >= 1 ms against a
+#                5 s energy-counter reference (the 3 % goal), measured the profiler's way once per settle period in
+#                $SETTLE, the reference cut in slices (J per call and SM clock against time from idle)
+#   profile      python -m dooly.profile --retry-failed over the traces until $DEADLINE_S from the command's start
 #
-#   STAGES="trace composition" scripts/gpu/issue11_checks.sh      then   STAGES="cost validate" ...
+#   STAGES="trace composition cost" scripts/gpu/issue11_checks.sh      then   STAGES="validate profile" ...
+# The store is worked on in a copy that stays in /tmp/dooly-checks while the machine is held (made from $DB when
+# absent), so that the engine cost of one command and the points of the next add up; every command copies it to
+# $OUT/h200.sqlite: copy that to data/profile/ and commit it.
 # Environment: MODELS (default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
-#   DB (default data/profile/h200.sqlite), POINTS (default 20), OUT (default ./out).
+#   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,0.5,2), DEADLINE_S (default
+#   560), OUT (default ./out).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -17,9 +23,13 @@ T0=$(date +%s)
 OUT=${OUT:-$ROOT/out}; mkdir -p "$OUT"
 MODELS=${MODELS:-"llama-3.1-8b qwen3-8b olmoe-1b-7b-0924"}
 STAGES=${STAGES:-"trace composition cost validate"}
-DB=${DB:-data/profile/h200.sqlite}
 POINTS=${POINTS:-20}
+SETTLE=${SETTLE:-0,0.5,2}
+DEADLINE_S=${DEADLINE_S:-560}
 TR=/tmp/dooly-checks
+mkdir -p "$TR"
+[ -f "$TR/h200.sqlite" ] || cp "${DB:-data/profile/h200.sqlite}" "$TR/h200.sqlite"
+DB=$TR/h200.sqlite
 core=/tmp/dooly-core
 bash scripts/gpu/build_core.sh "$core" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
 export PYTHONPATH="$ROOT/python:$core"
@@ -48,13 +58,31 @@ if has cost; then
   for m in $MODELS; do
     stamp "cost $m"
     python3 -m dooly.profile.engine_cost --model "$m" --device cuda --graphs off,on --out "$OUT/cost-$m.json" \
-      2>&1 | tee "$OUT/cost-$m.txt"
+      --db "$DB" 2>&1 | tee "$OUT/cost-$m.txt"
   done
 fi
 
 if has validate; then
   stamp validate
   python3 scripts/gpu/validate_profile_energy.py --db "$DB" --traces "$TR/all" --points "$POINTS" --long-only \
-    --out "$OUT/energy-validation-long.json" 2>&1 | tee "$OUT/energy-validation-long.txt" | tail -4
+    --settle "$SETTLE" --out "$OUT/energy-validation-long.json" 2>&1 | tee "$OUT/energy-validation-long.txt" | tail -4
 fi
+if has profile; then
+  left=$(( DEADLINE_S - ($(date +%s) - T0) - 20 ))
+  stamp "profile ($left s)"
+  if [ "$left" -gt 30 ]; then
+    DOOLY_PROFILE_DEADLINE_S=$left python3 -m dooly.profile --db "$DB" --grid data/grids/default.json --device cuda \
+      --retry-failed --plan-json "$OUT/plan.json" -- "$TR"/all/*.json 2>&1 | tail -c 200000 > "$OUT/profile.log"
+    echo "profile: exit ${PIPESTATUS[0]}; $(tail -3 "$OUT/profile.log")"
+    gzip -f "$OUT/plan.json"
+  fi
+fi
+python3 - "$DB" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+print("store:", dict(c.execute("SELECT status, count(*) FROM measurements GROUP BY status").fetchall()),
+      "resolutions:", dict(c.execute("SELECT status, count(*) FROM resolutions GROUP BY status").fetchall()))
+PY
+cp "$DB" "$OUT/h200.sqlite"
 stamp done

@@ -47,6 +47,10 @@ class Counter:
         assert self.lib.nvmlDeviceGetTotalEnergyConsumption(self.h, ctypes.byref(v)) == 0
         return v.value / 1000.0
 
+    def sm_clock(self) -> int:
+        v = ctypes.c_uint()
+        return v.value if self.lib.nvmlDeviceGetClockInfo(self.h, 1, ctypes.byref(v)) == 0 else -1  # NVML_CLOCK_SM
+
 
 cached_trace = functools.lru_cache(maxsize=2)(load_trace)  # points of one trace share its parse
 
@@ -89,6 +93,9 @@ def main():
     ap.add_argument("--points", type=int, default=24)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--long-only", action="store_true", help="only points of >= 1 ms (the 3 %% goal's range)")
+    ap.add_argument("--settle", type=lambda v: [float(x) for x in v.split(",")], default=[0.0],
+                    help="settle periods (s) to measure the profiler's way with, comma-separated (default 0)")
+    ap.add_argument("--slice-s", type=float, default=0.25, help="the reference run's slices (J per call over time)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     dev = torch.device("cuda", 0)
@@ -120,71 +127,121 @@ def main():
         unit.prepare(bindings, copies_for(unit.input_bytes(bindings), dev))
         return unit
 
-    # The profiler's way: every chosen point back to back, in batches of the engine.
-    batch = EnergyBatch(meter, True, baseline)
-    timer = Timer(dev, settings, meter)
-    measured = []
-    with torch.no_grad():
-        for c in chosen:
-            unit = build(c[5], c[3])
-            region = batch.next_region()
-            batch.add(region, c, timer.run(unit, region))
-            unit.copies = []
-            if batch.full():
-                measured += batch.close()
-        measured += batch.close()
-    torch.cuda.empty_cache()
-    results = []
-    for (h, name, key, bindings, stored_j, u), again in measured:
-        unit = build(u, bindings)
+    # The profiler's way: every chosen point back to back, in batches of the engine; once per settle period asked.
+    measured = {}
+    for settle in args.settle:
+        settings.settle_s = settle
+        batch = EnergyBatch(meter, True, baseline)
+        timer = Timer(dev, settings, meter)
+        got = []
         with torch.no_grad():
-            # The long window: the same replays for --seconds, between counter reads.
-            replay, graphed = Timer(dev, settings).replayer(unit, again["extra"]["calls_per_sample"])
-            per = again["extra"]["calls_per_sample"]
-            time.sleep(1.5)
-            c0 = counter.joules()
-            t0 = time.perf_counter()
-            calls = 0
-            while time.perf_counter() - t0 < args.seconds:
-                for _ in range(50):
-                    replay()
-                calls += 50 * per
-                torch.cuda.synchronize()
-            t1 = time.perf_counter()
-            c1 = counter.joules()
-            time.sleep(0.5)
-            c2 = counter.joules()
-            t2 = time.perf_counter()
-            time.sleep(1.0)
-            c3 = counter.joules()
-            t3 = time.perf_counter()
-        idle_w = (c3 - c2) / (t3 - t2)
-        ref_total = (c2 - c0) - idle_w * (t2 - t1)
-        ref_j = ref_total / calls
-        long_lat = (t1 - t0) / calls
-        e = again["energy"] or {}
-        mine = e.get("j")
-        row = {"hash": h, "name": name, "point": key, "latency_s": again["latency_s"]["mean"],
-               "long_latency_s": long_lat, "dooly_j": mine, "dooly_hw_j": e.get("hw_j"),
-               "dooly_trapezoid_j": e.get("trapezoid_j"), "avg_power_w": e.get("avg_power_w"),
-               "reference_power_w": ref_total / (t1 - t0),
-               "trapezoid_error": (e["trapezoid_j"] - ref_j) / ref_j if e.get("trapezoid_j") else None,
-               "stored_j": stored_j, "reference_j": ref_j, "idle_w": idle_w, "calls": calls, "graphed": graphed,
-               "error": (mine - ref_j) / ref_j if mine else None,
-               "stored_error": (stored_j - ref_j) / ref_j if stored_j else None}
+            for i, c in enumerate(chosen):
+                unit = build(c[5], c[3])
+                region = batch.next_region()
+                batch.add(region, i, timer.run(unit, region))
+                unit.copies = []
+                if batch.full():
+                    got += batch.close()
+            got += batch.close()
+        measured[settle] = dict(got)
+        torch.cuda.empty_cache()
+    results = []
+    for i, (h, name, key, bindings, stored_j, u) in enumerate(chosen):
+        first = measured[args.settle[0]].get(i)
+        if first is None:
+            continue
+        unit = build(u, bindings)
+        per = first["extra"]["calls_per_sample"]
+        with torch.no_grad():
+            replay, graphed = Timer(dev, settings).replayer(unit, per)
+            ref = reference(replay, per, counter, meter, args.seconds, args.slice_s)
+        row = {"hash": h, "name": name, "point": key, "stored_j": stored_j, "graphed": graphed, **ref,
+               "stored_error": (stored_j - ref["reference_j"]) / ref["reference_j"] if stored_j else None,
+               "by_settle": {}}
+        for settle in args.settle:
+            again = measured[settle].get(i)
+            if again is None:
+                continue
+            e = again["energy"] or {}
+            mine = e.get("j")
+            row["by_settle"][str(settle)] = {
+                "latency_s": again["latency_s"]["mean"], "dooly_j": mine, "dooly_hw_j": e.get("hw_j"),
+                "dooly_trapezoid_j": e.get("trapezoid_j"), "avg_power_w": e.get("avg_power_w"),
+                "window_s": again["extra"].get("window_s"),
+                "error": (mine - ref["reference_j"]) / ref["reference_j"] if mine else None}
+        first_s = row["by_settle"][str(args.settle[0])]
+        row.update(first_s)  # the first settle period's figures at the top level (the earlier files' fields)
         results.append(row)
-        stored = f"  stored err {100 * row['stored_error']:+.2f} %" if row["stored_error"] is not None else ""
-        trap = f" (trapezoid {100 * row['trapezoid_error']:+.2f} %)" if row["trapezoid_error"] is not None else ""
-        print(f"{name:<30} {key:<40} lat {row['latency_s'] * 1e3:8.4f} ms  dooly {mine} J  ref {ref_j:.5g} J  "
-              f"err {100 * (row['error'] or 0):+.2f} %{trap}{stored}", flush=True)
+        errs = "  ".join(f"settle {k} s err {100 * v['error']:+.2f} %" if v["error"] is not None else f"settle {k} s n/a"
+                         for k, v in row["by_settle"].items())
+        print(f"{name:<30} {key:<40} lat {row['latency_s'] * 1e3:8.4f} ms  ref {ref['reference_j']:.5g} J "
+              f"({ref['reference_power_w']:.0f} W, settles {ref['settle_time_s']} s)  {errs}", flush=True)
         unit.copies = []
         torch.cuda.empty_cache()
-    json.dump({"baseline_w": baseline, "seconds": args.seconds, "points": results}, open(args.out, "w"), indent=1)
-    big = [r for r in results if r["latency_s"] >= 1e-3 and r["error"] is not None]
-    if big:
-        worst = max(abs(r["error"]) for r in big)
-        print(f"points >= 1 ms: {len(big)}, worst |error| {100 * worst:.2f} %, "
-              f"mean |error| {100 * sum(abs(r['error']) for r in big) / len(big):.2f} %")
+    json.dump({"baseline_w": baseline, "seconds": args.seconds, "slice_s": args.slice_s, "settle": args.settle,
+               "points": results}, open(args.out, "w"), indent=1)
+    for settle in args.settle:
+        errs = [r["by_settle"][str(settle)]["error"] for r in results
+                if r["latency_s"] >= 1e-3 and r["by_settle"].get(str(settle), {}).get("error") is not None]
+        if errs:
+            a = sorted(abs(e) for e in errs)
+            print(f"settle {settle} s, points >= 1 ms: {len(a)}, within 3 %: {sum(e <= 0.03 for e in a)}, "
+                  f"median |error| {100 * a[len(a) // 2]:.2f} %, worst {100 * a[-1]:.2f} %")
+
+
+def reference(replay, per, counter, meter, seconds, slice_s):
+    """--seconds of back-to-back replays from idle between energy-counter reads (lag-robust: the counter's joules
+    over the run and a 0.5 s head of the idle gap after it, less the head at the rest's idle power). The run is also
+    cut into slices of slice_s, each a region of an engine run with its SM clock: J per call against time from idle,
+    which says how long the clocks and the power controller take to settle."""
+    time.sleep(1.5)
+    meter.start()
+    slices = []
+    c0 = counter.joules()
+    t0 = time.perf_counter()
+    calls = 0
+    while time.perf_counter() - t0 < seconds:
+        name = f"s{len(slices)}"
+        meter.begin(name, 0)
+        a, n = time.perf_counter(), 0
+        while time.perf_counter() - a < slice_s:
+            for _ in range(10):
+                replay()
+            n += 10 * per
+            torch.cuda.synchronize()
+        meter.end(name, 0)
+        slices.append({"name": name, "t_s": a - t0, "dt_s": time.perf_counter() - a, "calls": n,
+                       "sm_clock_mhz": counter.sm_clock()})
+        calls += n
+    t1 = time.perf_counter()
+    c1 = counter.joules()
+    time.sleep(0.5)
+    c2 = counter.joules()
+    t2 = time.perf_counter()
+    time.sleep(1.0)
+    c3 = counter.joules()
+    t3 = time.perf_counter()
+    rep = json.loads(meter.stop())
+    regions = {r["name"]: r for ch in rep.get("channels", []) for r in ch.get("regions", [])}
+    for sl in slices:
+        r = regions.get(sl["name"], {})
+        j = r.get("energy_j")
+        sl["j_per_call"] = j / sl["calls"] if j else None
+        sl["power_w"] = j / sl["dt_s"] if j else None
+        sl["latency_s"] = sl["dt_s"] / sl["calls"]
+    idle_w = (c3 - c2) / (t3 - t2)
+    ref_total = (c2 - c0) - idle_w * (t2 - t1)
+    tail = [sl["j_per_call"] for sl in slices if sl["t_s"] >= seconds - 2.0 and sl["j_per_call"]]
+    steady = sum(tail) / len(tail) if tail else None
+    settle_time = None
+    if steady:  # the first slice from which every slice's J per call is within 2 % of the last 2 s
+        for k in range(len(slices)):
+            if all(sl["j_per_call"] and abs(sl["j_per_call"] / steady - 1) <= 0.02 for sl in slices[k:]):
+                settle_time = round(slices[k]["t_s"], 2)
+                break
+    return {"reference_j": ref_total / calls, "reference_power_w": ref_total / (t1 - t0),
+            "long_latency_s": (t1 - t0) / calls, "idle_w": idle_w, "calls": calls,
+            "steady_j": steady, "settle_time_s": settle_time, "slices": slices}
 
 
 if __name__ == "__main__":

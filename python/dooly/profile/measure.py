@@ -2,7 +2,8 @@
 
 Time: on a GPU, `per` calls captured in one CUDA graph and replayed (CUDA events around each replay); a unit that
 cannot be captured runs eagerly between the same events. On a CPU, perf_counter around `per` calls. Warm-up first;
-then samples until at least `min_reps` samples and `min_time_s` have passed and the 95 % interval of the mean is
+then, for a unit of at least settle_min_latency_s a call, settle_s of replays (the settle period: the clocks
+and the power controller reach their steady state); then samples until at least `min_reps` samples and `min_time_s` have passed and the 95 % interval of the mean is
 within +-rel_ci of it (nvbench's criterion), or `max_time_s` (the cap; the row says the interval did not close).
 
 Caches are not flushed between calls, but the calls cycle through enough copies of the inputs that the working set
@@ -54,6 +55,10 @@ class Settings:
         self.min_reps = int(d["min_reps"])
         self.rel_ci = float(d["rel_ci"])
         self.point_timeout_s = float(d["point_timeout_s"])
+        # The settle period: a unit of at least settle_min_latency_s a call replays for settle_s after its warm-up,
+        # before the timed window, so that the clocks and the power controller reach their steady state (0: none).
+        self.settle_s = float(d.get("settle_s", 0.0))
+        self.settle_min_latency_s = float(d.get("settle_min_latency_s", 1e-3))
 
 
 def _ci_half_width(xs: list[float]) -> float:
@@ -146,7 +151,23 @@ class Timer:
         est = (time.perf_counter() - t0) / n
         per = max(1, min(64 if self.cuda else 1000, math.ceil((2e-3 if self.cuda else 1e-3) / max(est, 1e-9))))
         replay, graphed = self.replayer(unit, per)
+        if self.s.settle_s > 0:
+            self._settle(replay, per)
         return replay, graphed, per
+
+    def _settle(self, replay, per):
+        """Replays for settle_s when one call takes settle_min_latency_s or more (timed on one replay, since the
+        warm-up's first calls include one-off setup), synchronising every few replays."""
+        self._sync()
+        t0 = time.perf_counter()
+        replay()
+        self._sync()
+        if (time.perf_counter() - t0) / per < self.s.settle_min_latency_s:
+            return
+        while time.perf_counter() - t0 < self.s.settle_s:
+            for _ in range(4):
+                replay()
+            self._sync()
 
     def _sample(self, replay, per: int, w0: float) -> tuple[list[float], bool]:
         """Per-call times of replays (of `per` calls each) until the noise criterion holds, or the cap (then True)."""
