@@ -14,7 +14,7 @@
 # absent), so that the engine cost of one command and the points of the next add up; every command copies it to
 # $OUT/h200.sqlite: copy that to data/profile/ and commit it.
 # Environment: MODELS (default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
-#   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,0.5,2), DEADLINE_S (default
+#   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,grid,2), DEADLINE_S (default
 #   560), OUT (default ./out).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +24,7 @@ OUT=${OUT:-$ROOT/out}; mkdir -p "$OUT"
 MODELS=${MODELS:-"llama-3.1-8b qwen3-8b olmoe-1b-7b-0924"}
 STAGES=${STAGES:-"trace composition cost validate"}
 POINTS=${POINTS:-20}
-SETTLE=${SETTLE:-0,0.5,2}
+SETTLE=${SETTLE:-0,grid,2}
 DEADLINE_S=${DEADLINE_S:-560}
 TR=/tmp/dooly-checks
 mkdir -p "$TR"

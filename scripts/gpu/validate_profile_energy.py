@@ -3,7 +3,8 @@
 
 For N points already in the store (ok rows), chosen across op classes and latencies: each unit is rebuilt exactly
 as the profiler builds it and all N are measured once more the profiler's way, back to back in batches of the core's
-energy engine (dooly.profile.measure.Timer and EnergyBatch); then each runs for --seconds (default 5) of
+energy engine (dooly.profile.measure.Timer and EnergyBatch), once per --settle policy; then each runs for --seconds
+(default 5, cut into --slice-s slices: J per call and SM clock against time from idle) of
 back-to-back CUDA-graph replays between NVML energy counter reads. The counter lags (docs/results/2026-11-30-h200-kokkos-lag-robust.md), so each run is followed by an
 idle gap split into a 0.5 s head and a 1.0 s rest: the reference is the counter's joules over the run plus the head,
 less the head's time at the rest's idle power, per call. Prints one row per point and writes a JSON file.
@@ -93,8 +94,9 @@ def main():
     ap.add_argument("--points", type=int, default=24)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--long-only", action="store_true", help="only points of >= 1 ms (the 3 %% goal's range)")
-    ap.add_argument("--settle", type=lambda v: [float(x) for x in v.split(",")], default=[0.0],
-                    help="settle periods (s) to measure the profiler's way with, comma-separated (default 0)")
+    ap.add_argument("--settle", type=lambda v: [x if x == "grid" else float(x) for x in v.split(",")],
+                    default=["grid"], help="settle periods to measure the profiler's way with, comma-separated: "
+                    "seconds, or grid (the grid's policy: settle_s, longer while the clock is held down; default)")
     ap.add_argument("--slice-s", type=float, default=0.25, help="the reference run's slices (J per call over time)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -129,8 +131,9 @@ def main():
 
     # The profiler's way: every chosen point back to back, in batches of the engine; once per settle period asked.
     measured = {}
-    for settle in args.settle:
-        settings.settle_s = settle
+    grid_settle = (settings.settle_s, settings.capped_settle_s)
+    for settle in args.settle:  # "grid": the plan's settle policy; a number: that fixed settle period
+        settings.settle_s, settings.capped_settle_s = grid_settle if settle == "grid" else (settle, settle)
         batch = EnergyBatch(meter, True, baseline)
         timer = Timer(dev, settings, meter)
         got = []

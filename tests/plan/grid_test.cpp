@@ -35,6 +35,10 @@ TEST(Grid, TheShippedDefaultParses) {
   EXPECT_GT(g.compositions().size(), 30u);
   EXPECT_EQ(g.sha256.size(), 64u);
   for (const Composition& c : g.compositions()) EXPECT_LE(c.num_tokens(), g.max_tokens);
+  // The settle period the H200 energy check chose (docs/results/2026-12-02-h200-issue11-checks.md).
+  EXPECT_DOUBLE_EQ(g.measure.settle_s, 0.5);
+  EXPECT_DOUBLE_EQ(g.measure.settle_min_latency_s, 1e-3);
+  EXPECT_DOUBLE_EQ(g.measure.capped_settle_s, 2.0);
 }
 
 TEST(Grid, MinimalGridAndDefaults) {
@@ -66,6 +70,10 @@ TEST(Grid, BadFieldsAreNamed) {
   EXPECT_NE(error_of(with("/version", 2)).find("grid file version 2 is not supported"), std::string::npos);
   EXPECT_NE(error_of(with("/speed", 1)).find("g.json: unknown field 'speed'"), std::string::npos);
   EXPECT_NE(error_of(with("/measure/warmup_reps", 3)).find("measure: unknown field 'warmup_reps'"), std::string::npos);
+  json settle = with("/measure/settle_s", 1.0);
+  settle["measure"]["capped_settle_s"] = 0.5;
+  EXPECT_NE(error_of(settle).find("measure: capped_settle_s 0.5 is below settle_s 1"), std::string::npos);
+  EXPECT_NE(error_of(with("/measure/settle_s", -1)).find("settle_s"), std::string::npos);
   EXPECT_NE(error_of(with("/tokens", json::array())).find("tokens: must be a non-empty list"), std::string::npos);
   EXPECT_NE(error_of(with("/tokens/0", -4)).find("tokens[0]: must be an integer in [1, "), std::string::npos);
   EXPECT_NE(error_of(with("/measure/rel_ci", 0)).find("measure.rel_ci"), std::string::npos);

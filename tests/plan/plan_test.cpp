@@ -40,7 +40,7 @@ TEST(Plan, OneUnitPerOpSignatureWithPointsByWhatItDependsOn) {
   Fixture f;
   const Plan p = f.plan();
   EXPECT_EQ(p.op_occurrences, 2255);  // docs/dooly-tracing.md's table
-  EXPECT_EQ(p.op_signatures, 104);  // tests/signature/dedup_test.cpp: 71 + 6 + 27
+  EXPECT_EQ(p.op_signatures, 104);    // tests/signature/dedup_test.cpp: 71 + 6 + 27
   ASSERT_EQ(p.units.size(), 104u);
   std::set<std::string> classes;
   int with_cache = 0;
@@ -139,6 +139,49 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   EXPECT_EQ(latest_measurement_context(f.db), other);
 }
 
+// A long point's energy stored without the settle period (before it existed, or shorter than the grid asks) is
+// measured again; a short point, a time-only row and a settled row are not (H200, 2026-12-02: unsettled windows
+// read up to 17 % off a 5 s reference for points of >= 1 ms).
+TEST(Plan, LongPointsStoredWithoutTheSettlePeriodAreMeasuredAgain) {
+  Fixture f;
+  f.grid.measure.settle_s = 0.5;
+  f.grid.measure.settle_min_latency_s = 1e-3;
+  const int64_t ctx = upsert_measurement_context(f.db, json{{"gpu_name", "test"}});
+  Plan p = f.plan(ctx);
+  const UnitPlan& u =
+      *std::find_if(p.units.begin(), p.units.end(), [](const UnitPlan& x) { return x.points.size() >= 5; });
+  auto row = [&](size_t i, double latency_s, json extra, bool energy = true) {
+    json r = {{"signature", u.hash},
+              {"provenance_id", ctx},
+              {"point", {{"key", u.points[i].key}}},
+              {"status", "ok"},
+              {"repetitions", 5},
+              {"latency_s",
+               {{"mean", latency_s}, {"median", latency_s}, {"min", latency_s}, {"max", latency_s}, {"std", 0.0}}},
+              {"extra", std::move(extra)}};
+    if (energy) r["energy"] = {{"j", 0.01}, {"hw_j", 0.001}};
+    commit_point(f.db, r);
+  };
+  row(0, 2e-3, json::object());        // long, no settle recorded: stale
+  row(1, 2e-3, {{"settle_s", 0.2}});   // long, settled shorter than asked: stale
+  row(2, 2e-3, {{"settle_s", 0.49}});  // long, settled (the worker's check lands just past 0.5)
+  row(3, 5e-4, json::object());        // short: no settle asked
+  row(4, 2e-3, {{"settle_s", 0.0}});   // the worker judged it short (one replay under 1 ms a call)
+  const auto unit_of = [&](const Plan& q) {
+    return *std::find_if(q.units.begin(), q.units.end(), [&](const UnitPlan& x) { return x.hash == u.hash; });
+  };
+  UnitPlan again = unit_of(f.plan(ctx));
+  EXPECT_EQ(again.points_committed, 3);
+  EXPECT_EQ(again.points_unsettled, 2);
+  EXPECT_EQ(again.points.size(), u.points.size() - 3);  // the unsettled two among them
+  EXPECT_NE(render_plan(f.plan(ctx)).find("2 of the points to measure were stored without the settle period"),
+            std::string::npos);
+  row(0, 2e-3, {{"settle_s", 0.51}});  // measured again, settled: the newer row commits the point
+  EXPECT_EQ(unit_of(f.plan(ctx)).points_unsettled, 1);
+  f.grid.measure.settle_s = 0;  // a grid without a settle period keeps every row
+  EXPECT_EQ(unit_of(f.plan(ctx)).points_committed, 5);
+}
+
 TEST(Plan, AbsorbedAndUnrunnableSignaturesFollowTheirResolution) {
   Fixture f;
   const int64_t ctx = upsert_measurement_context(f.db, json{{"gpu_name", "test"}});
@@ -185,8 +228,8 @@ TEST(Plan, AbsorbedAndUnrunnableSignaturesFollowTheirResolution) {
   retry.retry_failed = true;
   const Plan retried = f.plan(ctx, retry);
   EXPECT_TRUE(retried.uncovered.empty());
-  const auto it = std::find_if(retried.units.begin(), retried.units.end(),
-                               [&](const UnitPlan& u) { return u.hash == other.hash; });
+  const auto it =
+      std::find_if(retried.units.begin(), retried.units.end(), [&](const UnitPlan& u) { return u.hash == other.hash; });
   ASSERT_NE(it, retried.units.end());
   EXPECT_EQ(it->resolution, "unresolved");
 }

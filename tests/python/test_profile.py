@@ -292,6 +292,35 @@ def test_integer_and_broadcast_inputs_keep_their_values_in_a_strided_layout():
     assert t.stride() == (48, 1) and t.storage_offset() == 16 and torch.isfinite(t).all()
 
 
+def test_a_grouped_gemm_routes_every_expert_its_share_of_the_rows():
+    """A MoE's grouped GEMM alone: its offsets (input 2) are uniform over the experts, ending at the routed rows. As
+    zeros (the default for an integer input) it routed no row: OLMoE's grouped GEMMs ran in 0.30 ms alone against
+    7.93 ms in the engine (H200, 2026-12-02, scripts/gpu/composition_check.py)."""
+    import torch
+
+    from dooly.profile.units import OpUnit
+
+    rows = _dim(8, "MIX", "8*NUM_TOKS")  # the routed rows: tokens x top-k
+    op = {"seq": 0, "call": 0, "op": "_grouped_mm", "module": "m.experts", "fn": "torch._grouped_mm",
+          "call_args": {"args": [{"in": 0}, {"in": 1}], "kwargs": {"offs": {"in": 2}}},
+          "inputs": [{"shape": [rows, _dim(16)], "dtype": "bfloat16"},
+                     {"shape": [_dim(6), _dim(16), _dim(8)], "dtype": "bfloat16"},
+                     {"shape": [_dim(6)], "dtype": "int32"}],
+          "outputs": [{"shape": [rows, _dim(8)], "dtype": "bfloat16"}], "scalars": [], "kernels": []}
+    unit = OpUnit(op, torch.device("cpu"))
+    for toks in (1, 5, 64):
+        unit.prepare({"NUM_TOKS": toks})
+        (x, w), kw = unit.copies[0]
+        offs = kw["offs"]
+        sizes = torch.diff(offs, prepend=torch.zeros(1, dtype=offs.dtype)).tolist()
+        assert int(offs[-1]) == 8 * toks and all(s >= 0 for s in sizes)
+        assert max(sizes) - min(sizes) <= 1  # uniform: every expert floor or ceil of its share
+        out = unit.call()
+        e = max(range(6), key=lambda i: sizes[i])  # a nonempty group computes its rows against its own expert
+        lo, hi = int(offs[e]) - sizes[e], int(offs[e])
+        torch.testing.assert_close(out[lo:hi].float(), (x[lo:hi].float() @ w[e].float()), rtol=2e-2, atol=2e-2)
+
+
 def test_composition_check_groups_repeated_layers_and_accounts_for_every_op():
     """The composition check's code path on the CPU (the GPU run is scripts/gpu/composition_check.py): every op of
     the step is in exactly one group, identical layers collapse, each group is run alone, and the engine time of
@@ -327,3 +356,54 @@ def test_composition_check_groups_repeated_layers_and_accounts_for_every_op():
     assert sum(a["calls"] for a in ops) == c["ops"]
     assert sum(a["predicted_s"] for a in ops) == pytest.approx(c["predicted_s"])
     assert next(a for a in ops if a["op"] == "linear")["not_isolated_calls"] == 1
+
+
+class _Clock:
+    """A fake SmClock: held down or not, counting its reads."""
+
+    def __init__(self, held):
+        self.held, self.reads = held, 0
+
+    def held_down(self):
+        self.reads += 1
+        return self.held
+
+
+class _SlowUnit:
+    """A unit whose call takes `s` seconds of host time (a CPU stand-in for a long kernel)."""
+
+    def __init__(self, s):
+        self.s, self.calls = s, 0
+
+    def call(self):
+        self.calls += 1
+        t = time.perf_counter()
+        while time.perf_counter() - t < self.s:
+            pass
+
+
+def test_a_long_unit_settles_before_its_window_and_longer_while_the_clock_is_held_down():
+    """H200, 2026-12-02 (docs/results/2026-12-02-h200-issue11-checks.md): without a settle period a short window
+    read units of >= 1 ms up to 17 % off a 5 s reference, while clocks rose (below the power cap) or the power
+    controller pulled them down (at it); 0.5 s settled the first kind, 2 s the second."""
+    import torch
+
+    from dooly.profile.measure import Settings, Timer
+
+    s = Settings({"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
+                  "point_timeout_s": 10, "settle_s": 0.05, "settle_min_latency_s": 0.002, "capped_settle_s": 0.15})
+    cpu = torch.device("cpu")
+    free, held = _Clock(False), _Clock(True)
+    got = {}
+    for name, unit, clock in (("long", _SlowUnit(0.003), free), ("capped", _SlowUnit(0.003), held),
+                              ("short", _SlowUnit(0.0002), held)):
+        r = Timer(cpu, s, clock=clock).run(unit)
+        got[name] = r["extra"]
+    assert 0.05 <= got["long"]["settle_s"] < 0.15 and got["long"]["settle_clock_held"] is False
+    assert got["capped"]["settle_s"] >= 0.15 and got["capped"]["settle_clock_held"] is True
+    assert got["short"]["settle_s"] == 0.0 and not got["short"]["settle_clock_held"]  # below the latency: none
+    assert free.reads == 1 and held.reads == 1  # the clock is read once, when settle_s has passed
+    # A plan without the fields (older plans, hand-made settings): no settle period.
+    r = Timer(cpu, Settings({"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
+                             "point_timeout_s": 10}), clock=held).run(_SlowUnit(0.003))
+    assert r["extra"]["settle_s"] == 0.0

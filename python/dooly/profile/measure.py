@@ -2,8 +2,9 @@
 
 Time: on a GPU, `per` calls captured in one CUDA graph and replayed (CUDA events around each replay); a unit that
 cannot be captured runs eagerly between the same events. On a CPU, perf_counter around `per` calls. Warm-up first;
-then, for a unit of at least settle_min_latency_s a call, settle_s of replays (the settle period: the clocks
-and the power controller reach their steady state); then samples until at least `min_reps` samples and `min_time_s` have passed and the 95 % interval of the mean is
+then, for a unit of at least settle_min_latency_s a call, settle_s of replays, on to capped_settle_s while the
+power controller holds the SM clock down (the settle period: the window sees the steady state, docs/profile.md);
+then samples until at least `min_reps` samples and `min_time_s` have passed and the 95 % interval of the mean is
 within +-rel_ci of it (nvbench's criterion), or `max_time_s` (the cap; the row says the interval did not close).
 
 Caches are not flushed between calls, but the calls cycle through enough copies of the inputs that the working set
@@ -55,10 +56,12 @@ class Settings:
         self.min_reps = int(d["min_reps"])
         self.rel_ci = float(d["rel_ci"])
         self.point_timeout_s = float(d["point_timeout_s"])
-        # The settle period: a unit of at least settle_min_latency_s a call replays for settle_s after its warm-up,
-        # before the timed window, so that the clocks and the power controller reach their steady state (0: none).
+        # The settle period (the grid's; a plan without it: none): a unit of at least settle_min_latency_s a call
+        # replays for settle_s after its warm-up, before the timed window, and on up to capped_settle_s in all while
+        # the power controller holds the SM clock down, so that the window sees the steady state.
         self.settle_s = float(d.get("settle_s", 0.0))
         self.settle_min_latency_s = float(d.get("settle_min_latency_s", 1e-3))
+        self.capped_settle_s = max(self.settle_s, float(d.get("capped_settle_s", self.settle_s)))
 
 
 def _ci_half_width(xs: list[float]) -> float:
@@ -84,15 +87,45 @@ def _gpu_state(device) -> dict:
 WARM_SUFFIX = ":warm"  # the region of a point's warm-up and graph capture (its energy is not the point's)
 
 
+class SmClock:
+    """Whether the power controller holds the device's SM clock below its maximum now (NVML through ctypes: a few
+    microseconds a read); None where NVML cannot say (no GPU, no library)."""
+
+    def __init__(self, index: int = 0):
+        import ctypes
+
+        self._c = ctypes
+        try:
+            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+            self.h = ctypes.c_void_p()
+            ok = self.lib.nvmlInit_v2() == 0 and self.lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.h)) == 0
+            self.max_mhz = self._read(self.lib.nvmlDeviceGetMaxClockInfo) if ok else None
+        except OSError:
+            self.max_mhz = None
+
+    def _read(self, fn) -> int | None:
+        v = self._c.c_uint()
+        return v.value if fn(self.h, 1, self._c.byref(v)) == 0 else None  # 1: NVML_CLOCK_SM
+
+    def held_down(self) -> bool | None:
+        if not self.max_mhz:
+            return None
+        now = self._read(self.lib.nvmlDeviceGetClockInfo)
+        return None if now is None else now < 0.97 * self.max_mhz
+
+
 class Timer:
     """Runs `unit.call` (prepared) and returns its per-call statistics; with a meter, the warm-up and the timed
-    window are regions of the meter's open run (EnergyBatch fills in the energy when the run closes)."""
+    window are regions of the meter's open run (EnergyBatch fills in the energy when the run closes). `clock`
+    (an SmClock, or any object with held_down()) extends a unit's settle period while the clock is held down."""
 
-    def __init__(self, device, settings: Settings, meter=None, state_every_s=30.0):
+    def __init__(self, device, settings: Settings, meter=None, state_every_s=30.0, clock=None):
         self.device = device
         self.cuda = device.type == "cuda"
         self.s = settings
         self.meter = meter
+        self.clock = clock if clock is not None else (SmClock(device.index or 0) if self.cuda else None)
+        self._settled = (0.0, False)
         self._last_state = -1e9
         self._state = {}
         self.state_every_s = state_every_s
@@ -104,6 +137,7 @@ class Timer:
     def run(self, unit, region: str | None = None) -> dict:
         """Times `unit`; with a region name (EnergyBatch.next_region) its warm-up and timed window are that batch's
         regions, and the batch adds the energy when it closes."""
+        self._settled = (0.0, False)
         with self._region(region, WARM_SUFFIX):
             replay, graphed, per = self._warm_up(unit)
         if self.cuda and time.perf_counter() - self._last_state > self.state_every_s:
@@ -121,6 +155,7 @@ class Timer:
             "energy": None,
             "busy_s": sum(samples) * per,
             "extra": {"samples": len(samples), "calls_per_sample": per, "cuda_graph": graphed,
+                      "settle_s": round(self._settled[0], 4), "settle_clock_held": self._settled[1],
                       "ci95_rel": _ci_half_width(samples) / mean if mean > 0 else None, "capped": capped,
                       "window_s": window_s, **self._state},
         }
@@ -157,17 +192,25 @@ class Timer:
 
     def _settle(self, replay, per):
         """Replays for settle_s when one call takes settle_min_latency_s or more (timed on one replay, since the
-        warm-up's first calls include one-off setup), synchronising every few replays."""
+        warm-up's first calls include one-off setup), then on to capped_settle_s while the clock is held down;
+        synchronising every few replays. Records (seconds settled, whether the clock was held down)."""
         self._sync()
         t0 = time.perf_counter()
         replay()
         self._sync()
         if (time.perf_counter() - t0) / per < self.s.settle_min_latency_s:
             return
-        while time.perf_counter() - t0 < self.s.settle_s:
+        held = False
+        while True:
+            elapsed = time.perf_counter() - t0
+            if elapsed >= self.s.settle_s:
+                held = held or bool(self.clock is not None and self.clock.held_down())
+                if not held or elapsed >= self.s.capped_settle_s:
+                    break
             for _ in range(4):
                 replay()
             self._sync()
+        self._settled = (time.perf_counter() - t0, held)
 
     def _sample(self, replay, per: int, w0: float) -> tuple[list[float], bool]:
         """Per-call times of replays (of `per` calls each) until the noise criterion holds, or the cap (then True)."""

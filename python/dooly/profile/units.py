@@ -4,7 +4,8 @@ the model built from its own class with the model's config and random weights, w
 Dimensions take their value from the point: NONE / MODEL_CONFIG / UNKNOWN dims keep the traced value, request-side
 dims are their value form evaluated at the point's bindings (dooly_core.eval_dim). Integer tensors get values valid
 for their role: indices into the dimension they index (distinct where they fit, as the engine's cache writes are),
-token ids below the vocabulary; boolean tensors are all false (a mask that selects nothing is valid for every
+token ids below the vocabulary, a grouped GEMM's offsets uniform over its experts (every expert its share of the
+routed rows); boolean tensors are all false (a mask that selects nothing is valid for every
 masked op; an all-true one is not for masked_scatter)."""
 
 from __future__ import annotations
@@ -22,6 +23,17 @@ _FIXED_KINDS = {"NONE", "MODEL_CONFIG", "UNKNOWN"}
 # Ops whose integer tensor input k indexes input 0 along the op's `dim` argument.
 _INDEX_OPS = {"index_select", "index_copy", "index_add", "index_fill", "index_put", "gather", "scatter", "scatter_add",
               "index_reduce", "take_along_dim"}
+
+
+# A grouped GEMM (a MoE's experts): input 2 holds each expert's end row in the input (cumulative offsets).
+_GROUPED_MM_OPS = {"_grouped_mm", "grouped_mm"}
+
+
+def _uniform_offsets(rows: int, experts: int, dtype, device) -> torch.Tensor:
+    """Uniform routing: expert e ends at row ceil((e + 1) * rows / experts), every expert gets its share of the
+    routed rows (all zeros, the default for an integer input, would route no row and measure no work)."""
+    ends = [-(-(e + 1) * rows // experts) for e in range(experts)]
+    return torch.tensor(ends, dtype=dtype, device=device)
 
 
 class UnitError(RuntimeError):
@@ -72,6 +84,8 @@ def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[
         high = shapes[0][d if d >= 0 else len(shapes[0]) + d] if -len(shapes[0]) <= d < len(shapes[0]) else 1
     elif name in ("getitem", "setitem") and k > 0 and shapes and shapes[0]:
         high = min(shapes[0])
+    elif name in _GROUPED_MM_OPS and k == 2 and len(shape) == 1 and shapes and shapes[0]:
+        return _uniform_offsets(shapes[0][0], numel, dtype, device)
     else:
         return torch.zeros(shape, dtype=dtype, device=device)
     high = max(int(high), 1)

@@ -126,13 +126,21 @@ void by_class(const json& j, const char* key, const std::string& origin, F one) 
 
 void parse_measure(const json& m, const std::string& origin, MeasureSettings& s) {
   const std::string mw = origin + ": measure";
-  only_keys(m, {"warmup_s", "min_time_s", "max_time_s", "min_reps", "rel_ci", "point_timeout_s"}, mw);
+  only_keys(m,
+            {"warmup_s", "min_time_s", "max_time_s", "min_reps", "rel_ci", "point_timeout_s", "settle_s",
+             "settle_min_latency_s", "capped_settle_s"},
+            mw);
   s.warmup_s = number(m, "warmup_s", s.warmup_s, mw, 0, 60);
   s.min_time_s = number(m, "min_time_s", s.min_time_s, mw, 0, 600);
   s.max_time_s = number(m, "max_time_s", s.max_time_s, mw, 0, 3600);
   s.min_reps = m.contains("min_reps") ? positive(m.at("min_reps"), mw + ".min_reps") : s.min_reps;
   s.rel_ci = number(m, "rel_ci", s.rel_ci, mw, 1e-4, 1);
   s.point_timeout_s = number(m, "point_timeout_s", s.point_timeout_s, mw, 1, 86400);
+  s.settle_s = number(m, "settle_s", s.settle_s, mw, 0, 60);
+  s.settle_min_latency_s = number(m, "settle_min_latency_s", s.settle_min_latency_s, mw, 0, 60);
+  s.capped_settle_s = number(m, "capped_settle_s", s.capped_settle_s, mw, 0, 60);
+  if (s.capped_settle_s < s.settle_s)
+    DOOLY_THROW(InputError, kFix, "{}: capped_settle_s {} is below settle_s {}", mw, s.capped_settle_s, s.settle_s);
   if (s.max_time_s < s.min_time_s)
     DOOLY_THROW(InputError, kFix, "{}: max_time_s {} is below min_time_s {}", mw, s.max_time_s, s.min_time_s);
 }

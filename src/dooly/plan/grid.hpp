@@ -14,7 +14,7 @@
 //    "composition_stride_by_class": {"view": 8},  every k-th composition (and the last) for these op classes
 //    "bounds": {"max_tokens": 8192, "max_kv_tokens": 262144},
 //    "measure": {"warmup_s": 0.02, "min_time_s": 0.15, "max_time_s": 2.0, "min_reps": 10, "rel_ci": 0.01,
-//                "point_timeout_s": 60}}
+//                "point_timeout_s": 60, "settle_s": 0.5, "settle_min_latency_s": 0.001, "capped_settle_s": 2.0}}
 #include <cstdint>
 #include <map>
 #include <string>
@@ -39,6 +39,12 @@ struct MeasureSettings {
   int64_t min_reps = 10;        // timed calls (or graph replays) at least
   double rel_ci = 0.01;         // stop when the 95 % interval of the mean is within +-rel_ci of it
   double point_timeout_s = 60;  // a point still running after this is stopped and stored as a timeout
+  // The settle period: a unit of at least settle_min_latency_s a call replays for settle_s before its timed window
+  // (the clocks rise over the first ~0.3 s of sustained load), and up to capped_settle_s in all while the power
+  // controller holds the SM clock below its maximum (docs/profile.md, "Energy").
+  double settle_s = 0.5;
+  double settle_min_latency_s = 1e-3;
+  double capped_settle_s = 2.0;
 };
 
 struct Grid {

@@ -69,7 +69,8 @@ struct Sig {
 double estimate_s(const MeasureSettings& m, double bytes) {
   // A guess for the dry run: HBM-bound at ~2.5 TB/s plus a launch; the point runs at least min_time_s.
   const double latency_s = bytes / 2.5e12 + 8e-6;
-  return m.warmup_s + std::max(m.min_time_s, static_cast<double>(m.min_reps) * latency_s) + 0.03;
+  const double settle_s = latency_s >= m.settle_min_latency_s ? m.settle_s : 0.0;
+  return m.warmup_s + settle_s + std::max(m.min_time_s, static_cast<double>(m.min_reps) * latency_s) + 0.03;
 }
 
 // The compositions a unit is swept over, by the step quantities it depends on.
@@ -345,23 +346,42 @@ UnitPlan make_unit(store::Store& store, const Sig& u, const Sig& first_op, const
   return p;
 }
 
+// Whether an ok row's energy was measured without the settle period its latency asks for: a long row from before
+// the settle period existed (no settle_s recorded), or one settled shorter than the grid asks. A recorded 0 is the
+// worker's own judgement (one replay was shorter than settle_min_latency_s a call) and stands.
+bool unsettled(const store::Measurement& m, const MeasureSettings& s) {
+  if (s.settle_s <= 0 || m.latency_mean_s < s.settle_min_latency_s || !m.energy_j) return false;
+  const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
+  const auto it = extra.is_object() ? extra.find("settle_s") : extra.end();
+  if (it == extra.end() || !it->is_number()) return true;
+  const double settled = it->get<double>();
+  return settled > 0 && settled < 0.95 * s.settle_s;  // 5 % slack: the worker stops at its first check past it
+}
+
 // Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure, from the unit's
 // rows under the context (one query). With require_energy an ok row counts only with its energy; an ok row without
-// it is neither committed nor failed: measured again.
+// it is neither committed nor failed: measured again, as is an unsettled one (its energy predates the settle period).
 void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, int64_t provenance_id,
-                  const PlanOptions& options) {
-  std::set<std::string> committed, ok, tried;
+                  const PlanOptions& options, const MeasureSettings& measure) {
+  std::set<std::string> committed, ok, tried, stale;
   if (provenance_id > 0 && p.signature_id > 0)
     for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id)) {
       if (m.point_key.empty()) continue;  // rows from schema v2 match no point
       tried.insert(m.point_key);
       if (m.status != store::MeasurementStatus::ok) continue;
       ok.insert(m.point_key);
-      if (m.energy_j || !options.require_energy) committed.insert(m.point_key);
+      if (options.require_energy && unsettled(m, measure)) {
+        stale.insert(m.point_key);
+      } else if (m.energy_j || !options.require_energy) {
+        committed.insert(m.point_key);  // takes precedence over an older unsettled row of the point
+      }
     }
   for (PointPlan& pt : all) {
     if (committed.count(pt.key)) {
       ++p.points_committed;
+    } else if (stale.count(pt.key)) {
+      ++p.points_unsettled;
+      p.points.push_back(std::move(pt));
     } else if (tried.count(pt.key) && !ok.count(pt.key) && !options.retry_failed) {
       ++p.points_failed;
     } else {
@@ -410,7 +430,7 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
     p.point_class = point_class;
     p.points_total = static_cast<int64_t>(all.size());
     add_totals(plan.aware, p.op_class, all);
-    split_points(store, p, all, provenance_id, options);
+    split_points(store, p, all, provenance_id, options, grid.measure);
     units.emplace(choice->unit_hash, std::move(p));
   }
   for (auto& [h, list] : absorbed_by) units.at(h).absorbs = list;
@@ -469,6 +489,7 @@ json to_json(const Plan& plan) {
                      {"points_total", u.points_total},
                      {"points_committed", u.points_committed},
                      {"points_failed", u.points_failed},
+                     {"points_unsettled", u.points_unsettled},
                      {"occurrences", u.occurrences}});
   }
   json uncovered = json::array();
@@ -485,7 +506,10 @@ json to_json(const Plan& plan) {
             {"max_time_s", m.max_time_s},
             {"min_reps", m.min_reps},
             {"rel_ci", m.rel_ci},
-            {"point_timeout_s", m.point_timeout_s}}},
+            {"point_timeout_s", m.point_timeout_s},
+            {"settle_s", m.settle_s},
+            {"settle_min_latency_s", m.settle_min_latency_s},
+            {"capped_settle_s", m.capped_settle_s}}},
           {"provenance_id", plan.provenance_id},
           {"shard", plan.options.shard},
           {"shards", plan.options.shards},
@@ -504,10 +528,11 @@ json to_json(const Plan& plan) {
 std::string render_plan(const Plan& plan) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
-  int64_t committed = 0, failed = 0;
+  int64_t committed = 0, failed = 0, unsettled = 0;
   for (const UnitPlan& u : plan.units) {
     committed += u.points_committed;
     failed += u.points_failed;
+    unsettled += u.points_unsettled;
   }
   line(fmt::format("plan: {} traces, {} op occurrences -> {} op signatures -> {} units{}", plan.traces.size(),
                    plan.op_occurrences, plan.op_signatures, plan.aware.units,
@@ -516,6 +541,11 @@ std::string render_plan(const Plan& plan) {
                                            : ""));
   line(fmt::format("points: {} to measure, {} already committed (skipped), {} failed before{}", plan.todo.points,
                    committed, failed, failed && !plan.options.retry_failed ? " (not retried: --retry-failed)" : ""));
+  if (unsettled)
+    line(
+        fmt::format("{} of the points to measure were stored without the settle period their latency asks for "
+                    "(settle_s {} s from {} ms a call): measured again",
+                    unsettled, plan.measure.settle_s, plan.measure.settle_min_latency_s * 1e3));
   if (plan.unresolved_units)
     line(fmt::format("{} units not tried alone yet (assumed to run alone; the first point decides)",
                      plan.unresolved_units));
