@@ -31,7 +31,7 @@ mkdir -p "$TR"
 [ -f "$TR/h200.sqlite" ] || cp "${DB:-data/profile/h200.sqlite}" "$TR/h200.sqlite"
 DB=$TR/h200.sqlite
 core=/tmp/dooly-core
-bash scripts/gpu/build_core.sh "$core" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+bash scripts/gpu/build_core.sh "$core" > /tmp/dooly-build.log 2>&1 || { tail -20 /tmp/dooly-build.log; exit 1; }
 export PYTHONPATH="$ROOT/python:$core"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -39,12 +39,8 @@ stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 
 if has trace && [ ! -f "$TR/done" ]; then
   stamp trace
-  OUT=$TR VERIFY=0 WORKERS_PER_GPU=3 JOB_TIMEOUT=240 MODELS="$MODELS" BIG="" \
-    bash scripts/gpu/trace_models.sh sdpa-efficient eager > "$OUT/trace.log" 2>&1
-  mkdir -p "$TR/all"
-  for f in "$TR"/traces-*.tgz; do tar -xzf "$f" -C "$TR/all"; done
-  touch "$TR/done"
-  grep -E "FAILED|skipped|done in" "$TR/progress.txt" | tee "$OUT/trace-summary.txt"
+  JOB_TIMEOUT=240 BIG="" bash scripts/gpu/traces_for.sh "$TR" "sdpa-efficient eager" "$MODELS" "$OUT/trace.log" \
+    | tee "$OUT/trace-summary.txt"
 fi
 ls "$TR"/all/*.json 2>/dev/null | sed 's/^/trace: /'
 

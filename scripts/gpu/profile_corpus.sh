@@ -4,9 +4,11 @@
 # into the committed store, resuming from what it holds. Copies the store, the plan and the logs to $OUT.
 # The device's copy of the work tree is replaced at every command: copy $OUT/h200.sqlite back to data/profile/
 # (and commit it) before the next command, or that command starts from the store as committed.
-# Tracing 52 traces 4 at a time on one H200 took more than 9 minutes, 26 traces (two backends) 288 s (2026-12-02);
-# trace the backends in separate commands (BACKENDS=...), the traces of earlier commands stay in /tmp while the
-# machine stays held (it is given back after ~30 s idle: start the next command at once).
+# The traces come from data/traces/h200/traces.tgz where it has them (scripts/gpu/traces_for.sh); the rest are
+# traced: 52 traces 4 at a time on one H200 took more than 9 minutes, 26 traces (two backends) 288 s (2026-12-02).
+# New traces come back as $OUT/traces.tgz (with the shipped ones): commit it as data/traces/h200/traces.tgz, and
+# the next session starts profiling at once. The traces stay in /tmp while the machine stays held (it is given back
+# after ~30 s idle: start the next command at once). $OUT holds at most 8 files that come back.
 #
 #   scripts/gpu/profile_corpus.sh
 # Environment:
@@ -30,19 +32,15 @@ BUDGET_S=${BUDGET_S:-540}
 GRID=${GRID:-data/grids/default.json}
 TR=/tmp/dooly-traces
 core=/tmp/dooly-core
-bash scripts/gpu/build_core.sh "$core" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+bash scripts/gpu/build_core.sh "$core" > /tmp/dooly-build.log 2>&1 || { tail -20 /tmp/dooly-build.log; exit 1; }
 export PYTHONPATH="$ROOT/python:$core"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
 
-# ---- traces (once per lease: /tmp survives between commands while the machine is held) ---------------------
+# ---- traces (the shipped ones, the rest traced; once per lease: /tmp survives while the machine is held) ----
 if [ ! -f "$TR/done" ]; then
-  OUT=$TR VERIFY=0 WORKERS_PER_GPU=${WORKERS_PER_GPU:-3} JOB_TIMEOUT=300 \
-    BIG=${BIG:-"mixtral-8x7b-v0.1 qwen3-30b-a3b olmo-2-1124-7b"} bash scripts/gpu/trace_models.sh $BACKENDS \
-    > "$OUT/trace.log" 2>&1
-  mkdir -p "$TR/all"
-  for f in "$TR"/traces-*.tgz; do tar -xzf "$f" -C "$TR/all"; done
-  touch "$TR/done"
-  grep -E "FAILED|skipped|done in" "$TR/progress.txt" | tee -a "$OUT/trace-summary.txt"
+  bash scripts/gpu/traces_for.sh "$TR" "$BACKENDS" "${MODELS:-$(cd data/models && ls *.json | sed 's/\.json$//')}" \
+    "$OUT/trace.log" | tee -a "$OUT/trace-summary.txt"
+  [ -f "$TR/traces.tgz" ] && cp "$TR/traces.tgz" "$OUT/"   # new traces: commit it as data/traces/h200/traces.tgz
 fi
 ls "$TR"/all/*.json | wc -l | sed 's/^/traces: /'
 
