@@ -321,6 +321,33 @@ def test_a_grouped_gemm_routes_every_expert_its_share_of_the_rows():
         torch.testing.assert_close(out[lo:hi].float(), (x[lo:hi].float() @ w[e].float()), rtol=2e-2, atol=2e-2)
 
 
+def test_warm_activations_share_the_step_sized_inputs_and_cycle_the_weights():
+    """The composition check's --inputs warm: a linear's activation is one tensor in every copy (in the engine the
+    previous op has just written it), its weight one per copy (it comes from HBM); an op of activations only has
+    one copy. The default (cycled) keeps every input apart, as the profiler measures."""
+    import torch
+
+    from dooly.profile.measure import copies_for
+    from dooly.profile.units import OpUnit
+
+    toks = _dim(64, "NUM_TOKS", "NUM_TOKS")
+    linear = {"seq": 0, "call": 0, "op": "linear", "module": "m", "fn": "torch.nn.functional.linear",
+              "call_args": {"args": [{"in": 0}, {"in": 1}], "kwargs": {}},
+              "inputs": [{"shape": [toks, _dim(32)], "dtype": "float32"},
+                         {"shape": [_dim(16), _dim(32)], "dtype": "float32"}],
+              "outputs": [{"shape": [toks, _dim(16)], "dtype": "float32"}], "scalars": [], "kernels": []}
+    unit = OpUnit(linear, torch.device("cpu"))
+    assert unit.weight_bytes({"NUM_TOKS": 64}) == 16 * 32 * 4
+    assert unit.input_bytes({"NUM_TOKS": 64}) == (64 * 32 + 16 * 32) * 4
+    unit.prepare({"NUM_TOKS": 64}, copies=3, warm_activations=True)
+    xs = [args[0] for args, _ in unit.copies]
+    ws = [args[1] for args, _ in unit.copies]
+    assert all(x is xs[0] for x in xs) and len({w.data_ptr() for w in ws}) == 3
+    unit.prepare({"NUM_TOKS": 64}, copies=3)
+    assert len({args[0].data_ptr() for args, _ in unit.copies}) == 3
+    assert copies_for(0, torch.device("cuda")) == 1  # activations only: one copy, nothing to cycle
+
+
 def test_composition_check_groups_repeated_layers_and_accounts_for_every_op():
     """The composition check's code path on the CPU (the GPU run is scripts/gpu/composition_check.py): every op of
     the step is in exactly one group, identical layers collapse, each group is run alone, and the engine time of
@@ -347,6 +374,10 @@ def test_composition_check_groups_repeated_layers_and_accounts_for_every_op():
                      "point_timeout_s": 10})
     c = check_step(step, torch.device("cpu"), fast)
     assert c["ops"] == len(step["ops"]) and c["groups"] == len(groups)
+    warm = check_step(step, torch.device("cpu"), fast, inputs="warm")
+    assert warm["inputs"] == "warm" and warm["ops"] == c["ops"] and warm["engine_s"] == c["engine_s"]
+    with pytest.raises(ValueError):
+        check_step(step, torch.device("cpu"), fast, inputs="hot")
     assert c["engine_s"] == pytest.approx(2e-6 * len(step["ops"]) + 0.0)  # the broken op has no kernel_us
     assert c["step_kernel_s"] == pytest.approx(step["kernel_us"] * 1e-6)
     failed = [r for r in c["rows"] if r["error"]]

@@ -45,8 +45,13 @@ def step_groups(step: dict) -> list[dict]:
     return list(groups.values())
 
 
-def check_step(step: dict, device, settings: Settings, only_with_kernels: bool = True) -> dict:
-    """One step's check: per group the in-engine and the isolated time, and the totals (seconds)."""
+def check_step(step: dict, device, settings: Settings, only_with_kernels: bool = True, inputs: str = "cycled") -> dict:
+    """One step's check: per group the in-engine and the isolated time, and the totals (seconds). `inputs`:
+    "cycled" rebuilds every input the profiler's way (copies cycled past the L2); "warm" cycles the weights only and
+    keeps the activations in place, as the engine's previous op leaves them (which is closer is what the check
+    measures: H200, 2026-12-02, the RMSNorm chain ran 44-51 % longer alone, cycled, than in the engine)."""
+    if inputs not in ("cycled", "warm"):
+        raise ValueError(f"inputs must be cycled or warm, not {inputs!r}")
     cuda = device.type == "cuda"
     rows = []
     for g in step_groups(step):
@@ -57,7 +62,10 @@ def check_step(step: dict, device, settings: Settings, only_with_kernels: bool =
                "engine_s": g["kernel_us"] * 1e-6, "isolated_s": None, "isolated_kernel_s": None, "error": None}
         try:
             unit = OpUnit(op, device)
-            unit.prepare(None, copies_for(unit.input_bytes(None), device))
+            if inputs == "warm":
+                unit.prepare(None, copies_for(unit.weight_bytes(None), device), warm_activations=True)
+            else:
+                unit.prepare(None, copies_for(unit.input_bytes(None), device))
             with torch.no_grad():
                 r = Timer(device, settings).run(unit)
                 row["isolated_s"] = r["latency_s"]["mean"]
@@ -71,7 +79,7 @@ def check_step(step: dict, device, settings: Settings, only_with_kernels: bool =
         rows.append(row)
     ran = [r for r in rows if r["isolated_s"] is not None]
     out = {
-        "step": step["step"], "kind": step["kind"], "num_tokens": step.get("num_tokens"),
+        "step": step["step"], "kind": step["kind"], "inputs": inputs, "num_tokens": step.get("num_tokens"),
         "num_requests": step.get("num_requests"), "groups": len(rows), "ops": sum(r["calls"] for r in rows),
         "step_kernel_s": step.get("kernel_us", 0.0) * 1e-6,
         "engine_s": sum(r["engine_s"] for r in rows),

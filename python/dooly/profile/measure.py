@@ -40,8 +40,10 @@ def l2_bytes(device) -> int:
 
 
 def copies_for(input_bytes: int, device) -> int:
+    if input_bytes <= 0:  # nothing to cycle (no input, or the activations only of a warm unit)
+        return 1
     l2 = l2_bytes(device)
-    if l2 == 0 or input_bytes <= 0:
+    if l2 == 0:
         return 1
     return max(1, min(64, math.ceil(2 * l2 / input_bytes), (2 * 2**30) // max(input_bytes, 1)))
 
