@@ -69,6 +69,9 @@ TEST(Grid, BadFieldsAreNamed) {
   };
   EXPECT_NE(error_of(with("/version", 2)).find("grid file version 2 is not supported"), std::string::npos);
   EXPECT_NE(error_of(with("/speed", 1)).find("g.json: unknown field 'speed'"), std::string::npos);
+  // A key with a newline in it (found by fuzzing): the message stays one line.
+  const std::string nl = error_of(with("/compositions/mixed", json::parse(R"([{"chu\nk": 1}])")));
+  EXPECT_NE(nl.find("unknown field 'chu?k'"), std::string::npos) << nl;
   EXPECT_NE(error_of(with("/measure/warmup_reps", 3)).find("measure: unknown field 'warmup_reps'"), std::string::npos);
   json settle = with("/measure/settle_s", 1.0);
   settle["measure"]["capped_settle_s"] = 0.5;

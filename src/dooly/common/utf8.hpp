@@ -62,4 +62,12 @@ inline std::string make_valid(std::string_view s) {
   return out;
 }
 
+// User text echoed in a one-line message: control bytes (a newline in a JSON key, say) become '?', and more than
+// `max` bytes end in "...".
+inline std::string echo(std::string_view s, size_t max = 60) {
+  std::string out;
+  for (char c : s.substr(0, max)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  return s.size() > max ? out + "..." : out;
+}
+
 }  // namespace dooly::utf8

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "dooly/common/error.hpp"
+#include "dooly/common/utf8.hpp"
 #include "dooly/signature/sha256.hpp"
 
 namespace dooly::plan {
@@ -17,7 +18,7 @@ constexpr const char* kFix = "see docs/profile.md for the grid file's fields (da
 void only_keys(const json& j, const std::set<std::string>& allowed, const std::string& where) {
   if (!j.is_object()) DOOLY_THROW(InputError, kFix, "{}: must be a JSON object", where);
   for (const auto& [k, v] : j.items())
-    if (!allowed.count(k)) DOOLY_THROW(InputError, kFix, "{}: unknown field '{}'", where, k);
+    if (!allowed.count(k)) DOOLY_THROW(InputError, kFix, "{}: unknown field '{}'", where, utf8::echo(k));
 }
 
 // Sizes are bounded: a step of more than 2^20 tokens (or requests), or a context of more than 2^30 tokens, is
@@ -121,7 +122,7 @@ void by_class(const json& j, const char* key, const std::string& origin, F one) 
   if (!j.contains(key)) return;
   const json& c = j.at(key);
   if (!c.is_object()) DOOLY_THROW(InputError, kFix, "{}: {} must be an object keyed by op class", origin, key);
-  for (const auto& [cls, v] : c.items()) one(cls, v, fmt::format("{}: {}.{}", origin, key, cls));
+  for (const auto& [cls, v] : c.items()) one(cls, v, fmt::format("{}: {}.{}", origin, key, utf8::echo(cls)));
 }
 
 void parse_measure(const json& m, const std::string& origin, MeasureSettings& s) {
