@@ -27,7 +27,7 @@ constexpr Target kTargets[] = {{"recording", &recording},   {"readings", &readin
                                {"analyze", &analyze},       {"variorum_json", &variorum_json},
                                {"trace_json", &trace_json}, {"model_config", &model_config},
                                {"store", &store},           {"grid", &grid},
-                               {"value_form", &value_form}};
+                               {"value_form", &value_form}, {"workload", &workload}};
 
 std::vector<fs::path> inputs(const std::string& target, const char* kind) {
   std::vector<fs::path> out;

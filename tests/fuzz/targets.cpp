@@ -15,6 +15,7 @@
 #include "dooly/plan/value_expr.hpp"
 #include "dooly/power/replay/recorded_readings.hpp"
 #include "dooly/power/variorum/variorum_json.hpp"
+#include "dooly/sim/workload.hpp"
 #include "dooly/trace/model_config.hpp"
 #include "dooly/trace/trace.hpp"
 
@@ -116,6 +117,25 @@ int value_form(const uint8_t* data, size_t size) {
       if (name.size() % 3 == 0) return std::nullopt;  // some names unbound
       return static_cast<int64_t>(name.size()) - 2;   // zero and negatives too
     });
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int workload(const uint8_t* data, size_t size) {
+  const std::string text = bytes(data, size);
+  const std::string spec = text.substr(0, text.find('\n'));
+  try {
+    // Not the kinds that read a file (a spec names any path: /dev/zero would never end), and no generation
+    // (a valid n asks for up to 10^7 requests): the grammar and its checks are what is fuzzed here.
+    if (spec.find("empirical:") == std::string::npos && spec.rfind("trace:", 0) != 0) (void)sim::parse_workload(spec);
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  std::istringstream in(text);
+  try {
+    (void)sim::parse_trace(in, "fuzz.jsonl");
   } catch (const InputError& e) {
     check_one_line(e);
   }

@@ -9,14 +9,15 @@
 
 namespace dooly::fuzz {
 
-int recording(const uint8_t* data, size_t size);     // energy/recording: read_recording (the whole format)
-int readings(const uint8_t* data, size_t size);      // power/replay/recorded_readings (what replay reads)
-int analyze(const uint8_t* data, size_t size);       // recording -> attribution -> table, CSV, JSON
-int variorum_json(const uint8_t* data, size_t size); // power/variorum: parse_power_json
-int trace_json(const uint8_t* data, size_t size);    // trace: JSON text -> parse_trace
-int model_config(const uint8_t* data, size_t size);  // trace: check_model_config
-int store(const uint8_t* data, size_t size);         // store: a file of these bytes opened and queried
-int grid(const uint8_t* data, size_t size);          // plan: JSON text -> parse_grid (dooly profile's grid file)
-int value_form(const uint8_t* data, size_t size);    // plan: a dimension's value form evaluated and its variables
+int recording(const uint8_t* data, size_t size);      // energy/recording: read_recording (the whole format)
+int readings(const uint8_t* data, size_t size);       // power/replay/recorded_readings (what replay reads)
+int analyze(const uint8_t* data, size_t size);        // recording -> attribution -> table, CSV, JSON
+int variorum_json(const uint8_t* data, size_t size);  // power/variorum: parse_power_json
+int trace_json(const uint8_t* data, size_t size);     // trace: JSON text -> parse_trace
+int model_config(const uint8_t* data, size_t size);   // trace: check_model_config
+int store(const uint8_t* data, size_t size);          // store: a file of these bytes opened and queried
+int grid(const uint8_t* data, size_t size);           // plan: JSON text -> parse_grid (dooly profile's grid file)
+int value_form(const uint8_t* data, size_t size);     // plan: a dimension's value form evaluated and its variables
+int workload(const uint8_t* data, size_t size);       // sim: the first line as a workload spec, all as a JSONL trace
 
 }  // namespace dooly::fuzz
