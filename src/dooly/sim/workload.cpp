@@ -80,6 +80,53 @@ std::vector<int64_t> read_lengths(const std::string& path, const std::string& wh
   return out;
 }
 
+// "key=value,key=value" into a map: every key one of `allowed`, none twice.
+std::map<std::string_view, std::string_view> fields_of(std::string_view rest, const std::set<std::string_view>& allowed,
+                                                       const std::string& where, std::string_view kind) {
+  std::map<std::string_view, std::string_view> kv;
+  for (std::string_view item : split(rest, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) DOOLY_THROW(InputError, kSpecFix, "{}: '{}' is not key=value", where, echo(item));
+    const std::string_view key = item.substr(0, eq);
+    if (!allowed.count(key)) {
+      std::string known;
+      for (std::string_view a : allowed) known += fmt::format("{}{}", known.empty() ? "" : ", ", a);
+      DOOLY_THROW(InputError, kSpecFix, "{}: unknown field '{}' for {} (known: {})", where, echo(key), kind, known);
+    }
+    if (!kv.emplace(key, item.substr(eq + 1)).second)
+      DOOLY_THROW(InputError, kSpecFix, "{}: '{}' given twice", where, echo(key));
+  }
+  return kv;
+}
+
+// One trace line's request (`index`: its place in the file, for the default id).
+Request request_of(const nlohmann::json& j, const std::string& at, size_t index) {
+  if (!j.is_object()) DOOLY_THROW(InputError, kTraceFix, "{}: not a JSON object", at);
+  Request r;
+  if (const auto id = j.find("id"); id == j.end()) {
+    r.id = fmt::format("r{}", index);
+  } else if (id->is_string() && !id->get_ref<const std::string&>().empty()) {
+    r.id = id->get<std::string>();
+  } else if (const auto i = json_integer<int64_t>(*id)) {
+    r.id = std::to_string(*i);
+  } else {
+    DOOLY_THROW(InputError, kTraceFix, "{}: id must be a non-empty string or an integer", at);
+  }
+  const auto arrival = j.find("arrival_s");
+  if (arrival == j.end() || !arrival->is_number() || !std::isfinite(arrival->get<double>()) ||
+      arrival->get<double>() < 0)
+    DOOLY_THROW(InputError, kTraceFix, "{}: arrival_s must be a number of seconds >= 0", at);
+  r.arrival_s = arrival->get<double>();
+  for (auto [key, field] : {std::pair{"prompt_tokens", &r.prompt_tokens}, {"output_tokens", &r.output_tokens}}) {
+    const auto v = j.find(key);
+    const std::optional<int64_t> x = v == j.end() ? std::nullopt : json_integer<int64_t>(*v);
+    if (!x || *x < 1 || *x > kMaxTokens)
+      DOOLY_THROW(InputError, kTraceFix, "{}: {} must be an integer in [1, {}]", at, key, kMaxTokens);
+    *field = *x;
+  }
+  return r;
+}
+
 }  // namespace
 
 LengthDist parse_length(std::string_view spec, const std::string& where) {
@@ -166,19 +213,7 @@ Workload parse_workload(std::string_view spec) {
     allowed.insert("rate");
   }
   if (w.arrivals == Workload::Arrivals::gamma) allowed.insert("cv");
-  std::map<std::string_view, std::string_view> kv;
-  for (std::string_view item : split(rest, ',')) {
-    const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) DOOLY_THROW(InputError, kSpecFix, "{}: '{}' is not key=value", where, echo(item));
-    const std::string_view key = item.substr(0, eq);
-    if (!allowed.count(key)) {
-      std::string known;
-      for (std::string_view a : allowed) known += fmt::format("{}{}", known.empty() ? "" : ", ", a);
-      DOOLY_THROW(InputError, kSpecFix, "{}: unknown field '{}' for {} (known: {})", where, echo(key), kind, known);
-    }
-    if (!kv.emplace(key, item.substr(eq + 1)).second)
-      DOOLY_THROW(InputError, kSpecFix, "{}: '{}' given twice", where, echo(key));
-  }
+  const std::map<std::string_view, std::string_view> kv = fields_of(rest, allowed, where, kind);
   auto need = [&](std::string_view key) {
     const auto it = kv.find(key);
     if (it == kv.end()) DOOLY_THROW(InputError, kSpecFix, "{}: {} is missing", where, key);
@@ -241,32 +276,7 @@ std::vector<Request> parse_trace(std::istream& in, const std::string& path) {
   for (size_t n = 1; std::getline(in, line); ++n) {
     if (trim(line).empty()) continue;
     const std::string at = fmt::format("{}:{}", path, n);
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) DOOLY_THROW(InputError, kTraceFix, "{}: not a JSON object", at);
-    Request r;
-    if (const auto id = j.find("id"); id != j.end()) {
-      if (id->is_string() && !id->get_ref<const std::string&>().empty()) {
-        r.id = id->get<std::string>();
-      } else if (const auto i = json_integer<int64_t>(*id)) {
-        r.id = std::to_string(*i);
-      } else {
-        DOOLY_THROW(InputError, kTraceFix, "{}: id must be a non-empty string or an integer", at);
-      }
-    } else {
-      r.id = fmt::format("r{}", out.size());
-    }
-    const auto arrival = j.find("arrival_s");
-    if (arrival == j.end() || !arrival->is_number() || !std::isfinite(arrival->get<double>()) ||
-        arrival->get<double>() < 0)
-      DOOLY_THROW(InputError, kTraceFix, "{}: arrival_s must be a number of seconds >= 0", at);
-    r.arrival_s = arrival->get<double>();
-    for (auto [key, field] : {std::pair{"prompt_tokens", &r.prompt_tokens}, {"output_tokens", &r.output_tokens}}) {
-      const auto v = j.find(key);
-      const std::optional<int64_t> x = v == j.end() ? std::nullopt : json_integer<int64_t>(*v);
-      if (!x || *x < 1 || *x > kMaxTokens)
-        DOOLY_THROW(InputError, kTraceFix, "{}: {} must be an integer in [1, {}]", at, key, kMaxTokens);
-      *field = *x;
-    }
+    Request r = request_of(nlohmann::json::parse(line, nullptr, false), at, out.size());
     if (const auto [it, fresh] = line_of_id.emplace(r.id, n); !fresh)
       DOOLY_THROW(InputError, "give every request its own id", "{}: id '{}' is already on line {}", at, echo(r.id),
                   it->second);
