@@ -12,8 +12,10 @@
 #   STAGES="trace composition cost" scripts/gpu/issue11_checks.sh      then   STAGES="validate profile" ...
 # The store is worked on in a copy that stays in /tmp/dooly-checks while the machine is held (made from $DB when
 # absent), so that the engine cost of one command and the points of the next add up; every command copies it to
-# $OUT/h200.sqlite: copy that to data/profile/ and commit it.
-# Environment: MODELS (default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
+# $OUT/h200.sqlite: copy that to data/profile/ and commit it. Everything else the command writes is packed into
+# $OUT/results.tgz (the logs, the composition, cost and energy JSON); new traces come back as $OUT/traces.tgz.
+# Environment: MODELS (traced and profiled; default: every data/models/*.json), CHECK_MODELS (the composition
+#   check and the engine cost; default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
 #   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,grid,2), DEADLINE_S (default
 #   560), OUT (default ./out).
 set -uo pipefail
@@ -21,8 +23,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 T0=$(date +%s)
 OUT=${OUT:-$ROOT/out}; mkdir -p "$OUT"
-MODELS=${MODELS:-"llama-3.1-8b qwen3-8b olmoe-1b-7b-0924"}
-STAGES=${STAGES:-"trace composition cost validate"}
+RES=/tmp/dooly-checks/results-$T0; mkdir -p "$RES"  # this command's files, packed into $OUT/results.tgz at the end
+MODELS=${MODELS:-$(cd data/models && ls *.json | sed 's/\.json$//' | tr '\n' ' ')}
+CHECK_MODELS=${CHECK_MODELS:-"llama-3.1-8b qwen3-8b olmoe-1b-7b-0924"}
+STAGES=${STAGES:-"trace composition cost validate profile"}
 POINTS=${POINTS:-20}
 SETTLE=${SETTLE:-0,grid,2}
 DEADLINE_S=${DEADLINE_S:-560}
@@ -33,44 +37,45 @@ DB=$TR/h200.sqlite
 core=/tmp/dooly-core
 bash scripts/gpu/build_core.sh "$core" > /tmp/dooly-build.log 2>&1 || { tail -20 /tmp/dooly-build.log; exit 1; }
 export PYTHONPATH="$ROOT/python:$core"
-nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/env.txt"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$RES/env.txt"
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 
 if has trace && [ ! -f "$TR/done" ]; then
   stamp trace
-  JOB_TIMEOUT=240 BIG="" bash scripts/gpu/traces_for.sh "$TR" "sdpa-efficient eager" "$MODELS" "$OUT/trace.log" \
-    | tee "$OUT/trace-summary.txt"
+  bash scripts/gpu/traces_for.sh "$TR" "sdpa-efficient eager" "$MODELS" "$RES/trace.log" \
+    | tee "$RES/trace-summary.txt"
 fi
 ls "$TR"/all/*.json 2>/dev/null | sed 's/^/trace: /'
 
 if has composition; then
   stamp composition
-  python3 scripts/gpu/composition_check.py --out "$OUT/composition.json" $(ls "$TR"/all/*sdpa-efficient*.json) \
-    2>&1 | tee "$OUT/composition.txt"
+  python3 scripts/gpu/composition_check.py --out "$RES/composition.json" \
+    $(for m in $CHECK_MODELS; do echo "$TR/all/${m}__paged_sdpa-efficient.json"; done) \
+    2>&1 | tee "$RES/composition.txt"
 fi
 
 if has cost; then
-  for m in $MODELS; do
+  for m in $CHECK_MODELS; do
     stamp "cost $m"
-    python3 -m dooly.profile.engine_cost --model "$m" --device cuda --graphs off,on --out "$OUT/cost-$m.json" \
-      --db "$DB" 2>&1 | tee "$OUT/cost-$m.txt"
+    python3 -m dooly.profile.engine_cost --model "$m" --device cuda --graphs off,on --out "$RES/cost-$m.json" \
+      --db "$DB" 2>&1 | tee "$RES/cost-$m.txt"
   done
 fi
 
 if has validate; then
   stamp validate
   python3 scripts/gpu/validate_profile_energy.py --db "$DB" --traces "$TR/all" --points "$POINTS" --long-only \
-    --settle "$SETTLE" --out "$OUT/energy-validation-long.json" 2>&1 | tee "$OUT/energy-validation-long.txt" | tail -4
+    --settle "$SETTLE" --out "$RES/energy-validation-long.json" 2>&1 | tee "$RES/energy-validation-long.txt" | tail -4
 fi
 if has profile; then
   left=$(( DEADLINE_S - ($(date +%s) - T0) - 20 ))
   stamp "profile ($left s)"
   if [ "$left" -gt 30 ]; then
     DOOLY_PROFILE_DEADLINE_S=$left python3 -m dooly.profile --db "$DB" --grid data/grids/default.json --device cuda \
-      --retry-failed --plan-json "$OUT/plan.json" -- "$TR"/all/*.json 2>&1 | tail -c 200000 > "$OUT/profile.log"
-    echo "profile: exit ${PIPESTATUS[0]}; $(tail -3 "$OUT/profile.log")"
-    gzip -f "$OUT/plan.json"
+      --retry-failed --plan-json "$RES/plan.json" -- "$TR"/all/*.json 2>&1 | tail -c 200000 > "$RES/profile.log"
+    echo "profile: exit ${PIPESTATUS[0]}; $(tail -3 "$RES/profile.log")"
+    gzip -f "$RES/plan.json"
   fi
 fi
 python3 - "$DB" <<'PY'
@@ -81,4 +86,6 @@ print("store:", dict(c.execute("SELECT status, count(*) FROM measurements GROUP 
       "resolutions:", dict(c.execute("SELECT status, count(*) FROM resolutions GROUP BY status").fetchall()))
 PY
 cp "$DB" "$OUT/h200.sqlite"
+[ -f "$TR/traces.tgz" ] && cp "$TR/traces.tgz" "$OUT/"  # new traces: commit it as data/traces/h200/traces.tgz
 stamp done
+tar -czf "$OUT/results.tgz" -C "$RES" .  # $OUT brings back at most 8 files: results.tgz, h200.sqlite, traces.tgz
