@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python")
 
 import dooly_core  # noqa: E402
 
-from dooly.profile.measure import EnergyBatch, Settings, Timer, copies_for  # noqa: E402
+from dooly.profile.measure import EnergyBatch, Settings, Timer, copies_for, sm_clock  # noqa: E402
 from dooly.profile.units import OpUnit, find_op, load_trace  # noqa: E402
 
 
@@ -47,10 +47,6 @@ class Counter:
         v = ctypes.c_ulonglong()
         assert self.lib.nvmlDeviceGetTotalEnergyConsumption(self.h, ctypes.byref(v)) == 0
         return v.value / 1000.0
-
-    def sm_clock(self) -> int:
-        v = ctypes.c_uint()
-        return v.value if self.lib.nvmlDeviceGetClockInfo(self.h, 1, ctypes.byref(v)) == 0 else -1  # NVML_CLOCK_SM
 
 
 cached_trace = functools.lru_cache(maxsize=2)(load_trace)  # points of one trace share its parse
@@ -214,7 +210,7 @@ def reference(replay, per, counter, meter, seconds, slice_s):
             torch.cuda.synchronize()
         meter.end(name, 0)
         slices.append({"name": name, "t_s": a - t0, "dt_s": time.perf_counter() - a, "calls": n,
-                       "sm_clock_mhz": counter.sm_clock()})
+                       "sm_clock_mhz": sm_clock(0).now_mhz()})
         calls += n
     t1 = time.perf_counter()
     c1 = counter.joules()

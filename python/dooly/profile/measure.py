@@ -23,6 +23,7 @@ closes: a crash loses the batch in flight (at most 3 s of measuring), never a co
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import statistics
 import time
@@ -89,6 +90,12 @@ def _gpu_state(device) -> dict:
 WARM_SUFFIX = ":warm"  # the region of a point's warm-up and graph capture (its energy is not the point's)
 
 
+@functools.lru_cache(maxsize=None)
+def sm_clock(index: int) -> "SmClock":
+    """One SmClock per device for the process (Timers are made per unit; NVML is loaded and initialised once)."""
+    return SmClock(index)
+
+
 class SmClock:
     """Whether the power controller holds the device's SM clock below its maximum now (NVML through ctypes: a few
     microseconds a read); None where NVML cannot say (no GPU, no library)."""
@@ -109,10 +116,11 @@ class SmClock:
         v = self._c.c_uint()
         return v.value if fn(self.h, 1, self._c.byref(v)) == 0 else None  # 1: NVML_CLOCK_SM
 
+    def now_mhz(self) -> int | None:
+        return self._read(self.lib.nvmlDeviceGetClockInfo) if self.max_mhz else None
+
     def held_down(self) -> bool | None:
-        if not self.max_mhz:
-            return None
-        now = self._read(self.lib.nvmlDeviceGetClockInfo)
+        now = self.now_mhz()
         return None if now is None else now < 0.97 * self.max_mhz
 
 
@@ -126,8 +134,7 @@ class Timer:
         self.cuda = device.type == "cuda"
         self.s = settings
         self.meter = meter
-        self.clock = clock if clock is not None else (SmClock(device.index or 0) if self.cuda else None)
-        self._settled = (0.0, False)
+        self.clock = clock if clock is not None else (sm_clock(device.index or 0) if self.cuda else None)
         self._last_state = -1e9
         self._state = {}
         self.state_every_s = state_every_s
@@ -139,9 +146,8 @@ class Timer:
     def run(self, unit, region: str | None = None) -> dict:
         """Times `unit`; with a region name (EnergyBatch.next_region) its warm-up and timed window are that batch's
         regions, and the batch adds the energy when it closes."""
-        self._settled = (0.0, False)
         with self._region(region, WARM_SUFFIX):
-            replay, graphed, per = self._warm_up(unit)
+            replay, graphed, per, (settled_s, held) = self._warm_up(unit)
         if self.cuda and time.perf_counter() - self._last_state > self.state_every_s:
             self._state = _gpu_state(self.device)
             self._last_state = time.perf_counter()
@@ -157,7 +163,7 @@ class Timer:
             "energy": None,
             "busy_s": sum(samples) * per,
             "extra": {"samples": len(samples), "calls_per_sample": per, "cuda_graph": graphed,
-                      "settle_s": round(self._settled[0], 4), "settle_clock_held": self._settled[1],
+                      "settle_s": round(settled_s, 4), "settle_clock_held": held,
                       "ci95_rel": _ci_half_width(samples) / mean if mean > 0 else None, "capped": capped,
                       "window_s": window_s, **self._state},
         }
@@ -188,20 +194,20 @@ class Timer:
         est = (time.perf_counter() - t0) / n
         per = max(1, min(64 if self.cuda else 1000, math.ceil((2e-3 if self.cuda else 1e-3) / max(est, 1e-9))))
         replay, graphed = self.replayer(unit, per)
-        if self.s.settle_s > 0:
-            self._settle(replay, per)
-        return replay, graphed, per
+        return replay, graphed, per, self._settle(replay, per)
 
-    def _settle(self, replay, per):
+    def _settle(self, replay, per) -> tuple[float, bool]:
         """Replays for settle_s when one call takes settle_min_latency_s or more (timed on one replay, since the
         warm-up's first calls include one-off setup), then on to capped_settle_s while the clock is held down;
-        synchronising every few replays. Records (seconds settled, whether the clock was held down)."""
+        synchronising every few replays. Returns (seconds settled, whether the clock was held down)."""
+        if self.s.settle_s <= 0:
+            return 0.0, False
         self._sync()
         t0 = time.perf_counter()
         replay()
         self._sync()
         if (time.perf_counter() - t0) / per < self.s.settle_min_latency_s:
-            return
+            return 0.0, False
         held = False
         while True:
             elapsed = time.perf_counter() - t0
@@ -212,7 +218,7 @@ class Timer:
             for _ in range(4):
                 replay()
             self._sync()
-        self._settled = (time.perf_counter() - t0, held)
+        return time.perf_counter() - t0, held
 
     def _sample(self, replay, per: int, w0: float) -> tuple[list[float], bool]:
         """Per-call times of replays (of `per` calls each) until the noise criterion holds, or the cap (then True)."""
