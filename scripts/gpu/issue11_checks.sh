@@ -11,8 +11,10 @@
 #
 #   STAGES="trace composition cost" scripts/gpu/issue11_checks.sh      then   STAGES="validate profile" ...
 # The store is worked on in a copy that stays in /tmp/dooly-checks while the machine is held (made from $DB when
-# absent), so that the engine cost of one command and the points of the next add up; every command copies it to
-# $OUT/h200.sqlite: copy that to data/profile/ and commit it. Everything else the command writes is packed into
+# absent or when $DB is not the store it was made from), so that the engine cost of one command and the points of
+# the next add up; every command copies it to $OUT/h200.sqlite: copy that to data/profile/ and commit it. A machine
+# held only 30 s between calls may be a fresh one: if a call's store did not make it into the tree, merge it in
+# afterwards (dooly store merge data/profile/h200.sqlite <that store>) rather than copying over. Everything else the command writes is packed into
 # $OUT/results.tgz (the logs, the composition, cost and energy JSON); new traces come back as $OUT/traces.tgz.
 # Environment: MODELS (traced and profiled; default: every data/models/*.json), CHECK_MODELS (the composition
 #   check and the engine cost; default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
@@ -32,7 +34,17 @@ SETTLE=${SETTLE:-0,grid,2}
 DEADLINE_S=${DEADLINE_S:-560}
 TR=/tmp/dooly-checks
 mkdir -p "$TR"
-[ -f "$TR/h200.sqlite" ] || cp "${DB:-data/profile/h200.sqlite}" "$TR/h200.sqlite"
+# The store in /tmp carries on from one command to the next while the machine is held, but only while the store it
+# was made from is the one this work tree has: a tree with a newer store (committed after an earlier call, or a
+# fresh machine) starts again from that one, so a call never measures on top of an older store than the tree's.
+SRC=${DB:-data/profile/h200.sqlite}
+src_sha=$(sha256sum "$SRC" | cut -d' ' -f1)
+if [ ! -f "$TR/h200.sqlite" ] || [ "$(cat "$TR/source.sha256" 2>/dev/null)" != "$src_sha" ]; then
+  cp "$SRC" "$TR/h200.sqlite" && echo "$src_sha" > "$TR/source.sha256"
+  echo "store: from $SRC"
+else
+  echo "store: the one the previous command left in $TR (made from $SRC)"
+fi
 DB=$TR/h200.sqlite
 core=/tmp/dooly-core
 bash scripts/gpu/build_core.sh "$core" > /tmp/dooly-build.log 2>&1 || { tail -20 /tmp/dooly-build.log; exit 1; }
@@ -41,7 +53,8 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --fo
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 
-if has trace && [ ! -f "$TR/done" ]; then
+# Every stage but cost reads the traces: the shipped ones are unpacked (and missing ones traced) for any of them.
+if { has trace || has composition || has validate || has profile; } && [ ! -f "$TR/done" ]; then
   stamp trace
   bash scripts/gpu/traces_for.sh "$TR" "sdpa-efficient eager" "$MODELS" "$RES/trace.log" \
     | tee "$RES/trace-summary.txt"
