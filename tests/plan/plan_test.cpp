@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "dooly/common/error.hpp"
 #include "dooly/plan/profile_store.hpp"
@@ -73,6 +76,46 @@ TEST(Plan, OneUnitPerOpSignatureWithPointsByWhatItDependsOn) {
   EXPECT_GT(with_cache, 0);  // the cache reads and writes
   EXPECT_GT(p.naive.points, p.aware.points);
   EXPECT_GT(p.naive.estimated_s, p.aware.estimated_s);
+}
+
+TEST(Plan, OpsThatLaunchedNoKernelOnAGpuAreMeasuredAtTheirLargestPointOnly) {
+  Fixture f;
+  const Plan cpu = f.plan();  // the golden traces are CPU traces: no kernel symbols, so no op is judged by them
+  for (const UnitPlan& u : cpu.units) EXPECT_NE(u.point_class, "no_kernel") << u.name;
+  // The same traces as GPU traces: every op launched a kernel except views and transposes, and views did launch one
+  // in the last trace (an op is judged by all its occurrences: a kernel anywhere keeps its whole grid).
+  for (size_t i = 0; i < f.traces.size(); ++i) {
+    f.traces[i].device = "cuda";
+    for (trace::Step& st : f.traces[i].steps)
+      for (trace::OpRecord& op : st.ops)
+        if (op.op != "transpose" && (op.op != "view" || i + 1 == f.traces.size())) op.kernels = {"k_" + op.op};
+  }
+  std::set<std::string> in_last;  // signatures the last trace holds
+  for (const UnitPlan& u : build_plan(f.db, {f.paths.back()}, {f.traces.back()}, f.grid, 0, {}).units)
+    in_last.insert(u.hash);
+  const Plan gpu = f.plan();
+  std::map<std::string, const UnitPlan*> before;
+  for (const UnitPlan& u : cpu.units) before[u.hash] = &u;
+  int reduced = 0, kept_views = 0;
+  for (const UnitPlan& u : gpu.units) {
+    const UnitPlan& b = *before.at(u.hash);
+    const bool silent = u.name == "transpose" || (u.name == "view" && !in_last.count(u.hash));
+    kept_views += u.name == "view" && !silent;
+    if (silent && b.points.size() > 1) {
+      EXPECT_EQ(u.point_class, "no_kernel");
+      ASSERT_EQ(u.points.size(), 1u);
+      EXPECT_EQ(u.points.front().key, b.points.front().key);  // the largest point of the grid
+      ++reduced;
+    } else {
+      EXPECT_EQ(u.points.size(), b.points.size()) << u.name;
+      EXPECT_NE(u.point_class, "no_kernel") << u.name;
+    }
+  }
+  EXPECT_GT(reduced, 0);
+  EXPECT_GT(kept_views, 0);
+  EXPECT_LT(gpu.aware.points, cpu.aware.points);
+  EXPECT_LT(gpu.naive.points, cpu.naive.points);  // the naive plan uses the same grids
+  EXPECT_NE(render_plan(gpu).find(fmt::format("{} units launched no kernel", reduced)), std::string::npos);
 }
 
 TEST(Plan, PrefillAttentionKeepsKvEqualToTokens) {

@@ -64,6 +64,11 @@ struct Sig {
   std::map<std::string, int64_t> fixed;
   std::map<std::string, int64_t> traced;  // a swept quantity's value where the representative was traced
   int64_t occurrences = 0;                // op occurrences (ops: nodes with this hash; modules: not counted)
+  bool gpu_traced = false;                // an op seen in a GPU trace (its kernels were collected there)
+  bool launches = false;                  // an op that launched a kernel in some occurrence of a GPU trace
+  // An op seen on a GPU that launched no kernel there (a view, a transpose, an expand): its cost is the host's
+  // and does not depend on the point, so one point (the largest) measures it.
+  bool no_kernel() const { return is_op && gpu_traced && !launches; }
 };
 
 double estimate_s(const MeasureSettings& m, double bytes) {
@@ -136,6 +141,7 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
     PointPlan p = point_at(s, std::move(c), grid.measure);
     if (keys.insert(p.key).second) points.push_back(std::move(p));
   }
+  if (s.no_kernel() && points.size() > 1) point_class = "no_kernel";
   // Largest first: an out-of-memory point then trims what lies beyond it before time is spent there.
   auto size_of = [](const PointPlan& p) {
     double v = 0;
@@ -144,6 +150,7 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
   };
   std::stable_sort(points.begin(), points.end(),
                    [&](const PointPlan& a, const PointPlan& b) { return size_of(a) > size_of(b); });
+  if (point_class == "no_kernel") points.resize(1);
   return points;
 }
 
@@ -278,6 +285,10 @@ void collect_step(const trace::Trace& tr, size_t ti, size_t si, const Limits& li
     if (fresh) c.sigs.push_back(make_sig(tree, signed_nodes, subtree[n], limits, {ti, si, n}));
     Sig& s = c.sigs[it->second];
     if (!s.is_op) continue;
+    if (tr.device.rfind("cuda", 0) == 0) {
+      s.gpu_traced = true;
+      s.launches = s.launches || !tree.nodes[n].op->kernels.empty();
+    }
     ++s.occurrences;
     ++c.op_occurrences;
     if (seen_here.insert(s.hash).second) c.trace_ops[ti].push_back(s.hash);
@@ -546,6 +557,13 @@ std::string render_plan(const Plan& plan) {
         fmt::format("{} of the points to measure were stored without the settle period their latency asks for "
                     "(settle_s {} s from {} ms a call): measured again",
                     unsettled, plan.measure.settle_s, plan.measure.settle_min_latency_s * 1e3));
+  const auto no_kernel = std::count_if(plan.units.begin(), plan.units.end(),
+                                       [](const UnitPlan& u) { return u.point_class == "no_kernel"; });
+  if (no_kernel)
+    line(
+        fmt::format("{} units launched no kernel in the GPU traces that hold them (views, transposes, expands): "
+                    "one point each, their largest",
+                    no_kernel));
   if (plan.unresolved_units)
     line(fmt::format("{} units not tried alone yet (assumed to run alone; the first point decides)",
                      plan.unresolved_units));

@@ -44,8 +44,10 @@ struct UnitPlan {
   std::vector<Ancestor> ancestors;   // enclosing modules, innermost first (the finder's fallbacks)
   std::vector<std::string> absorbs;  // a module unit: the op signatures whose ops could not run alone
   std::vector<std::string> swept;    // step quantities its dimensions depend on
-  std::map<std::string, int64_t> fixed;   // engine limits its dimensions depend on, at the trace's values
-  std::string point_class;                // "fixed" | "tokens" | "requests" | "compositions"
+  std::map<std::string, int64_t> fixed;  // engine limits its dimensions depend on, at the trace's values
+  // "fixed" | "tokens" | "requests" | "compositions" | "no_kernel" (an op that launched no kernel in any GPU
+  // trace holding it: measured at the largest point of its grid only)
+  std::string point_class;
   std::string resolution = "unresolved";  // "unresolved" (not tried yet) | "runs" | "absorbed" (module units)
   std::vector<PointPlan> points;          // to measure, largest first
   int64_t points_total = 0;               // on the grid
