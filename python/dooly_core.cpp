@@ -181,6 +181,10 @@ PYBIND11_MODULE(dooly_core, m) {
       },
       py::arg("traced_sizes"), py::arg("strides"), py::arg("offset"), py::arg("sizes"),
       "(strides, offset, storage elements) of a traced layout carried to new sizes (dooly::trace::strides_at).");
+  m.def(
+      "grid_measure",
+      [](const std::string& grid_path) { return plan::measure_json(plan::read_grid(grid_path).measure).dump(); },
+      py::arg("grid"), "A grid file's measure settings, checked, as JSON text (the worker's measurement context).");
   m.def("profile_plan", &profile_plan, py::arg("db"), py::arg("traces"), py::arg("grid"), py::arg("provenance_id"),
         py::arg("shard") = "0/1", py::arg("retry_failed") = false, py::arg("require_energy") = true,
         "The profiling plan (docs/profile.md) as JSON text: units, points the store lacks, estimates.");

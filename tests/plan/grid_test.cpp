@@ -39,6 +39,9 @@ TEST(Grid, TheShippedDefaultParses) {
   EXPECT_DOUBLE_EQ(g.measure.settle_s, 0.5);
   EXPECT_DOUBLE_EQ(g.measure.settle_min_latency_s, 1e-3);
   EXPECT_DOUBLE_EQ(g.measure.capped_settle_s, 2.0);
+  // The input policy the H200 composition check chose (docs/results/2026-12-03-h200-issue11-session5.md).
+  EXPECT_EQ(g.measure.inputs, "warm");
+  EXPECT_EQ(measure_json(g.measure).at("inputs"), "warm");
 }
 
 TEST(Grid, MinimalGridAndDefaults) {
@@ -77,6 +80,10 @@ TEST(Grid, BadFieldsAreNamed) {
   settle["measure"]["capped_settle_s"] = 0.5;
   EXPECT_NE(error_of(settle).find("measure: capped_settle_s 0.5 is below settle_s 1"), std::string::npos);
   EXPECT_NE(error_of(with("/measure/settle_s", -1)).find("settle_s"), std::string::npos);
+  EXPECT_NE(error_of(with("/measure/inputs", "hot")).find(R"(measure.inputs must be "warm" or "cycled", not "hot")"),
+            std::string::npos);
+  EXPECT_NE(error_of(with("/measure/inputs", 1)).find("measure.inputs must be"), std::string::npos);
+  EXPECT_EQ(parse_grid(with("/measure/inputs", "cycled"), "g.json").measure.inputs, "cycled");
   EXPECT_NE(error_of(with("/tokens", json::array())).find("tokens: must be a non-empty list"), std::string::npos);
   EXPECT_NE(error_of(with("/tokens/0", -4)).find("tokens[0]: must be an integer in [1, "), std::string::npos);
   EXPECT_NE(error_of(with("/measure/rel_ci", 0)).find("measure.rel_ci"), std::string::npos);

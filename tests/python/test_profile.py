@@ -80,6 +80,8 @@ def test_profile_measures_every_unit_once_with_energy(tmp_path):
     (extra,) = rows(db, "SELECT extra_json FROM provenance WHERE extra_json LIKE '%measure%'")[0]
     assert json.loads(extra)["context"] == "measure" and json.loads(extra)["torch"]
     assert json.loads(extra)["dooly"] == dooly_version()
+    # The grid's input policy (warm by default) is part of the context: points measured cycled are another one's.
+    assert json.loads(extra)["inputs"].startswith("warm:"), extra
     assert rows(db, "SELECT cuda_version FROM provenance WHERE extra_json LIKE '%measure%'") == [("",)]
     grid_hashes = {json.loads(x)["grid_sha256"] for (x,) in rows(db, "SELECT extra_json FROM measurements")}
     assert len(grid_hashes) == 1 and len(grid_hashes.pop()) == 64
@@ -328,7 +330,7 @@ def test_warm_activations_share_the_step_sized_inputs_and_cycle_the_weights():
     import torch
 
     from dooly.profile.measure import copies_for
-    from dooly.profile.units import OpUnit
+    from dooly.profile.units import OpUnit, prepare_inputs
 
     toks = _dim(64, "NUM_TOKS", "NUM_TOKS")
     linear = {"seq": 0, "call": 0, "op": "linear", "module": "m", "fn": "torch.nn.functional.linear",
@@ -346,6 +348,13 @@ def test_warm_activations_share_the_step_sized_inputs_and_cycle_the_weights():
     unit.prepare({"NUM_TOKS": 64}, copies=3)
     assert len({args[0].data_ptr() for args, _ in unit.copies}) == 3
     assert copies_for(0, torch.device("cuda")) == 1  # activations only: one copy, nothing to cycle
+    # The worker's policy switch (grid measure.inputs): warm shares the activation, cycled keeps every input apart.
+    assert prepare_inputs(unit, {"NUM_TOKS": 64}, "warm", torch.device("cpu")) == 1  # CPU: no L2 to cycle past
+    assert unit.copies[0][0][0].shape == (64, 32)
+    unit.prepare({"NUM_TOKS": 64}, copies=2)
+    unit.copies = []
+    cpu_copies = prepare_inputs(unit, {"NUM_TOKS": 64}, "cycled", torch.device("cpu"))
+    assert cpu_copies == 1 and len(unit.copies) == 1
 
 
 def test_composition_check_groups_repeated_layers_and_accounts_for_every_op():

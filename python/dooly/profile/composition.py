@@ -21,8 +21,8 @@ import json
 
 import torch
 
-from .measure import Settings, Timer, copies_for
-from .units import OpUnit, describe_error, kernel_events
+from .measure import Settings, Timer
+from .units import OpUnit, describe_error, kernel_events, prepare_inputs
 
 
 def record_key(op: dict) -> str:
@@ -62,10 +62,7 @@ def check_step(step: dict, device, settings: Settings, only_with_kernels: bool =
                "engine_s": g["kernel_us"] * 1e-6, "isolated_s": None, "isolated_kernel_s": None, "error": None}
         try:
             unit = OpUnit(op, device)
-            if inputs == "warm":
-                unit.prepare(None, copies_for(unit.weight_bytes(None), device), warm_activations=True)
-            else:
-                unit.prepare(None, copies_for(unit.input_bytes(None), device))
+            prepare_inputs(unit, None, inputs, device)
             with torch.no_grad():
                 r = Timer(device, settings).run(unit)
                 row["isolated_s"] = r["latency_s"]["mean"]

@@ -7,9 +7,11 @@ power controller holds the SM clock down (the settle period: the window sees the
 then samples until at least `min_reps` samples and `min_time_s` have passed and the 95 % interval of the mean is
 within +-rel_ci of it (nvbench's criterion), or `max_time_s` (the cap; the row says the interval did not close).
 
-Caches are not flushed between calls, but the calls cycle through enough copies of the inputs that the working set
-exceeds twice the L2 cache (capped at 64 copies and 2 GiB): in serving, the weights of a layer come from HBM, not L2,
-because the other layers ran in between. A unit larger than the L2 gets one copy.
+Caches are not flushed between calls, but the calls cycle through enough copies of the weights (the inputs that do
+not grow with the step: weights, caches, tables) that they exceed twice the L2 cache (capped at 64 copies and 2 GiB):
+in serving, the weights of a layer come from HBM, not L2, because the other layers ran in between. The activations
+(step-sized inputs) are made once and stay in place, as the engine's previous op leaves them in the L2 (grid
+`measure.inputs` "warm", the default; "cycled" cycles them too). A unit larger than the L2 gets one copy.
 
 Energy: the project's energy engine (dooly_core.EnergyMeter: the connector's sampler and attributor, NVML's 50 Hz
 buffer on a GPU). The points of a unit run back to back in one run of the engine (EnergyBatch: up to 24 points or
@@ -65,6 +67,10 @@ class Settings:
         self.settle_s = float(d.get("settle_s", 0.0))
         self.settle_min_latency_s = float(d.get("settle_min_latency_s", 1e-3))
         self.capped_settle_s = max(self.settle_s, float(d.get("capped_settle_s", self.settle_s)))
+        # "warm": only the inputs that do not grow with the step (weights, caches) cycle past the L2; the
+        # step-sized ones (activations) are made once and stay where the previous op would have left them.
+        # "cycled": every input cycles. A plan without it is an older one: cycled, as it was then.
+        self.inputs = str(d.get("inputs", "cycled"))
 
 
 def _ci_half_width(xs: list[float]) -> float:

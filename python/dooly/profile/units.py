@@ -284,6 +284,21 @@ class ModuleUnit(_Unit):
         return None  # a module's outputs are not recorded: its children's were checked where they ran
 
 
+def prepare_inputs(runner, bindings: dict, inputs: str, device) -> int:
+    """Makes the unit's inputs at the point by the grid's policy (measure.Settings.inputs) and returns the copies
+    cycled through. "warm": an op's weights cycle past the L2, its activations are made once (OpUnit); a module
+    cycles every input (its weights are its parameters, one copy: its recorded inputs are activations)."""
+    from .measure import copies_for  # measure does not import units: no cycle, and torch is loaded by now
+
+    if inputs == "warm" and hasattr(runner, "weight_bytes"):
+        copies = copies_for(runner.weight_bytes(bindings), device)
+        runner.prepare(bindings, copies, warm_activations=True)
+    else:
+        copies = copies_for(runner.input_bytes(bindings), device)
+        runner.prepare(bindings, copies)
+    return copies
+
+
 def output_shapes(out) -> list[list[int]]:
     shapes = []
 

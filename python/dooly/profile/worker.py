@@ -121,6 +121,9 @@ class Worker:
         self.device = pick_device(args.device)
         self.store = dooly_core.ProfileStore(args.db)
         self.context = machine_context(self.device)
+        inputs = json.loads(dooly_core.grid_measure(args.grid))["inputs"]
+        if inputs != "cycled":  # a cycled run keeps the context it always had (the points measured that way)
+            self.context["extra"]["inputs"] = f"{inputs}: activations made once, weights cycled past the L2"
         self.provenance = args.provenance or self.store.measurement_context(json.dumps(self.context))
         self.heartbeat = Heartbeat(args.heartbeat)
         self.traces: dict[int, dict] = {}
@@ -267,8 +270,7 @@ class Worker:
         self.commit(unit_hash, point, "ok", result=result, extra=extra)
 
     def measure_point(self, unit: dict, runner, unit_hash: str, point: dict, timer, batch, ooms: list) -> None:
-        from .measure import copies_for
-        from .units import UnitError, describe_error, output_shapes
+        from .units import UnitError, describe_error, output_shapes, prepare_inputs
 
         swept = {k: point["bindings"][k] for k in unit["swept"]}
         self.heartbeat.set({"unit": unit_hash, "point": point, "started": time.time(),
@@ -279,8 +281,7 @@ class Worker:
             return
         t0 = time.perf_counter()
         try:
-            copies = copies_for(runner.input_bytes(point["bindings"]), self.device)
-            runner.prepare(point["bindings"], copies)
+            copies = prepare_inputs(runner, point["bindings"], timer.s.inputs, self.device)
             with self.torch.no_grad():
                 want = runner.expected_shapes(point["bindings"])
                 if want is not None and output_shapes(runner.call()) != want:  # every point, not only the first

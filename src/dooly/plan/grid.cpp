@@ -129,7 +129,7 @@ void parse_measure(const json& m, const std::string& origin, MeasureSettings& s)
   const std::string mw = origin + ": measure";
   only_keys(m,
             {"warmup_s", "min_time_s", "max_time_s", "min_reps", "rel_ci", "point_timeout_s", "settle_s",
-             "settle_min_latency_s", "capped_settle_s"},
+             "settle_min_latency_s", "capped_settle_s", "inputs"},
             mw);
   s.warmup_s = number(m, "warmup_s", s.warmup_s, mw, 0, 60);
   s.min_time_s = number(m, "min_time_s", s.min_time_s, mw, 0, 600);
@@ -140,6 +140,12 @@ void parse_measure(const json& m, const std::string& origin, MeasureSettings& s)
   s.settle_s = number(m, "settle_s", s.settle_s, mw, 0, 60);
   s.settle_min_latency_s = number(m, "settle_min_latency_s", s.settle_min_latency_s, mw, 0, 60);
   s.capped_settle_s = number(m, "capped_settle_s", s.capped_settle_s, mw, 0, 60);
+  if (m.contains("inputs")) {
+    const json& v = m.at("inputs");
+    if (!v.is_string() || (v.get<std::string>() != "warm" && v.get<std::string>() != "cycled"))
+      DOOLY_THROW(InputError, kFix, "{}.inputs must be \"warm\" or \"cycled\", not {}", mw, utf8::echo(v.dump()));
+    s.inputs = v.get<std::string>();
+  }
   if (s.capped_settle_s < s.settle_s)
     DOOLY_THROW(InputError, kFix, "{}: capped_settle_s {} is below settle_s {}", mw, s.capped_settle_s, s.settle_s);
   if (s.max_time_s < s.min_time_s)
@@ -214,6 +220,19 @@ Grid read_grid(const std::string& path) {
   Grid g = parse_grid(j, path);
   g.sha256 = signature::sha256_hex(bytes);
   return g;
+}
+
+json measure_json(const MeasureSettings& m) {
+  return {{"warmup_s", m.warmup_s},
+          {"min_time_s", m.min_time_s},
+          {"max_time_s", m.max_time_s},
+          {"min_reps", m.min_reps},
+          {"rel_ci", m.rel_ci},
+          {"point_timeout_s", m.point_timeout_s},
+          {"settle_s", m.settle_s},
+          {"settle_min_latency_s", m.settle_min_latency_s},
+          {"capped_settle_s", m.capped_settle_s},
+          {"inputs", m.inputs}};
 }
 
 }  // namespace dooly::plan

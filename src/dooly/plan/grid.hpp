@@ -14,7 +14,8 @@
 //    "composition_stride_by_class": {"view": 8},  every k-th composition (and the last) for these op classes
 //    "bounds": {"max_tokens": 8192, "max_kv_tokens": 262144},
 //    "measure": {"warmup_s": 0.02, "min_time_s": 0.15, "max_time_s": 2.0, "min_reps": 10, "rel_ci": 0.01,
-//                "point_timeout_s": 60, "settle_s": 0.5, "settle_min_latency_s": 0.001, "capped_settle_s": 2.0}}
+//                "point_timeout_s": 60, "settle_s": 0.5, "settle_min_latency_s": 0.001, "capped_settle_s": 2.0,
+//                "inputs": "warm"}}
 #include <cstdint>
 #include <map>
 #include <string>
@@ -45,7 +46,15 @@ struct MeasureSettings {
   double settle_s = 0.5;
   double settle_min_latency_s = 1e-3;
   double capped_settle_s = 2.0;
+  // Which inputs cycle past the L2 between calls: "warm" (the default) cycles the inputs that do not grow with the
+  // step (weights, caches, tables: read from HBM in serving, the other layers ran in between) and makes the
+  // step-sized ones (activations, which the engine's previous op has just written) once, kept in place; "cycled"
+  // cycles every input. Chosen by the composition check (docs/profile.md, "Caches").
+  std::string inputs = "warm";
 };
+
+// The settings as the plan's JSON and the worker carry them.
+nlohmann::json measure_json(const MeasureSettings& m);
 
 struct Grid {
   std::vector<int64_t> tokens;

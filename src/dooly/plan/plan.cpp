@@ -506,21 +506,11 @@ json to_json(const Plan& plan) {
   json uncovered = json::array();
   for (const Uncovered& x : plan.uncovered)
     uncovered.push_back({{"hash", x.hash}, {"name", x.name}, {"reason", x.reason}, {"occurrences", x.occurrences}});
-  const MeasureSettings& m = plan.measure;
   return {{"version", 1},
           {"traces", plan.traces},
           {"grid_file", plan.grid_file},
           {"grid_sha256", plan.grid_sha256},
-          {"measure",
-           {{"warmup_s", m.warmup_s},
-            {"min_time_s", m.min_time_s},
-            {"max_time_s", m.max_time_s},
-            {"min_reps", m.min_reps},
-            {"rel_ci", m.rel_ci},
-            {"point_timeout_s", m.point_timeout_s},
-            {"settle_s", m.settle_s},
-            {"settle_min_latency_s", m.settle_min_latency_s},
-            {"capped_settle_s", m.capped_settle_s}}},
+          {"measure", measure_json(plan.measure)},
           {"provenance_id", plan.provenance_id},
           {"shard", plan.options.shard},
           {"shards", plan.options.shards},
