@@ -80,7 +80,8 @@ def _ci_half_width(xs: list[float]) -> float:
 
 
 def _gpu_state(device) -> dict:
-    """SM clock, temperature, throttle reasons and the board's UUID now (nvidia-smi's view; empty when it is not there)."""
+    """SM clock, temperature, throttle reasons and the board's UUID now (nvidia-smi's view; empty when it is not
+    there)."""
     import subprocess
 
     try:
