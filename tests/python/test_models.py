@@ -10,7 +10,7 @@ from dooly.models import ConfigError, list_models, load_config, model_path, tiny
 
 SHIPPED = ["gemma-2-9b-it", "gemma-3-1b-it", "granite-3.1-8b-instruct", "llama-3.1-8b", "mistral-7b-v0.3",
            "mixtral-8x7b-v0.1", "olmo-2-1124-7b", "olmoe-1b-7b-0924", "phi-3-mini-4k-instruct", "phi-4-mini-instruct",
-           "qwen2.5-7b", "qwen3-30b-a3b", "qwen3-8b"]
+           "qwen2.5-7b", "qwen3-1.7b", "qwen3-30b-a3b", "qwen3-8b"]
 
 
 def test_list_models_is_the_shipped_set():

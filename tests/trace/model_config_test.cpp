@@ -157,7 +157,7 @@ TEST(ModelConfig, EveryShippedConfigPasses) {
       ++n;
     }
   }
-  EXPECT_EQ(n, 26);
+  EXPECT_EQ(n, 28);
 }
 
 }  // namespace
