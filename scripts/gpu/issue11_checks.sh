@@ -7,7 +7,12 @@
 #   validate     scripts/gpu/validate_profile_energy.py --long-only over the store: $POINTS points of >= 1 ms against a
 #                5 s energy-counter reference (the 3 % goal), measured the profiler's way once per settle period in
 #                $SETTLE, the reference cut in slices (J per call and SM clock against time from idle)
-#   profile      python -m dooly.profile --retry-failed over the traces until $DEADLINE_S from the command's start
+#   profile      python -m dooly.profile --retry-failed over the traces of $MODELS until $DEADLINE_S from the
+#                command's start (a held-out model: MODELS=<it> after the corpus; the summary line gives the points
+#                and GPU seconds this command measured)
+#   naive        the naive plan measured on a subset: each trace of $NAIVE_MODELS profiled alone into a store of its
+#                own (/tmp/dooly-checks/naive-<trace>.sqlite, kept while the machine is held; resumes), until the
+#                deadline; each store comes back in results.tgz
 #
 #   STAGES="trace composition cost" scripts/gpu/issue11_checks.sh      then   STAGES="validate profile" ...
 # The store is worked on in a copy that stays in /tmp/dooly-checks while the machine is held (made from $DB when
@@ -16,22 +21,25 @@
 # held only 30 s between calls may be a fresh one: if a call's store did not make it into the tree, merge it in
 # afterwards (dooly store merge data/profile/h200.sqlite <that store>) rather than copying over. Everything else the command writes is packed into
 # $OUT/results.tgz (the logs, the composition, cost and energy JSON); new traces come back as $OUT/traces.tgz.
-# Environment: MODELS (traced and profiled; default: every data/models/*.json), CHECK_MODELS (the composition
+# Environment: MODELS (traced and profiled; default: every data/models/*.json but $HELDOUT, default qwen3-1.7b,
+#   the held-out 14th model: measure it alone afterwards with MODELS=qwen3-1.7b STAGES="trace profile"), CHECK_MODELS (the composition
 #   check and the engine cost; default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
 #   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,grid,2), DEADLINE_S (default
-#   560), OUT (default ./out).
+#   560), NAIVE_MODELS (default llama-3.1-8b), OUT (default ./out).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 T0=$(date +%s)
 OUT=${OUT:-$ROOT/out}; mkdir -p "$OUT"
 RES=/tmp/dooly-checks/results-$T0; mkdir -p "$RES"  # this command's files, packed into $OUT/results.tgz at the end
-MODELS=${MODELS:-$(cd data/models && ls *.json | sed 's/\.json$//' | tr '\n' ' ')}
+HELDOUT=${HELDOUT-qwen3-1.7b}  # the 14th model: a covered family at a new size, profiled after the corpus (MODELS=it)
+MODELS=${MODELS:-$(cd data/models && ls *.json | sed 's/\.json$//' | grep -vxF -e "${HELDOUT:-/}" | tr '\n' ' ')}
 CHECK_MODELS=${CHECK_MODELS:-"llama-3.1-8b qwen3-8b olmoe-1b-7b-0924"}
 STAGES=${STAGES:-"trace composition cost validate profile"}
 POINTS=${POINTS:-20}
 SETTLE=${SETTLE:-0,grid,2}
 DEADLINE_S=${DEADLINE_S:-560}
+NAIVE_MODELS=${NAIVE_MODELS:-llama-3.1-8b}
 TR=/tmp/dooly-checks
 mkdir -p "$TR"
 # The store in /tmp carries on from one command to the next while the machine is held, but only while the store it
@@ -54,9 +62,14 @@ has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 
 # Every stage but cost reads the traces: the shipped ones are unpacked (and missing ones traced) for any of them.
-if { has trace || has composition || has validate || has profile; } && [ ! -f "$TR/done" ]; then
+traces_of() {  # the shipped/traced traces of the models given, those present
+  for m in "$@"; do for b in sdpa-efficient eager; do
+    [ -f "$TR/all/${m}__paged_${b}.json" ] && echo "$TR/all/${m}__paged_${b}.json"
+  done; done
+}
+if { has trace || has composition || has validate || has profile || has naive; } && [ ! -f "$TR/done" ]; then
   stamp trace
-  bash scripts/gpu/traces_for.sh "$TR" "sdpa-efficient eager" "$MODELS" "$RES/trace.log" \
+  bash scripts/gpu/traces_for.sh "$TR" "sdpa-efficient eager" "$MODELS $NAIVE_MODELS" "$RES/trace.log" \
     | tee "$RES/trace-summary.txt"
 fi
 ls "$TR"/all/*.json 2>/dev/null | sed 's/^/trace: /'
@@ -86,14 +99,35 @@ if has profile; then
   stamp "profile ($left s)"
   if [ "$left" -gt 30 ]; then
     DOOLY_PROFILE_DEADLINE_S=$left python3 -m dooly.profile --db "$DB" --grid data/grids/default.json --device cuda \
-      --retry-failed --plan-json "$RES/plan.json" -- "$TR"/all/*.json 2>&1 | tail -c 200000 > "$RES/profile.log"
+      --retry-failed --plan-json "$RES/plan.json" -- $(traces_of $MODELS) 2>&1 | tail -c 200000 > "$RES/profile.log"
     echo "profile: exit ${PIPESTATUS[0]}; $(tail -3 "$RES/profile.log")"
     gzip -f "$RES/plan.json"
   fi
 fi
-python3 - "$DB" <<'PY'
+if has naive; then
+  for t in $(traces_of $NAIVE_MODELS); do
+    left=$(( DEADLINE_S - ($(date +%s) - T0) - 20 ))
+    [ "$left" -gt 30 ] || break
+    n=$TR/naive-$(basename "$t" .json).sqlite
+    stamp "naive $(basename "$t") ($left s)"
+    DOOLY_PROFILE_DEADLINE_S=$left python3 -m dooly.profile --db "$n" --grid data/grids/default.json --device cuda \
+      -- "$t" 2>&1 | tail -c 100000 > "$RES/naive-$(basename "$t" .json).log"
+    echo "naive: exit ${PIPESTATUS[0]}; $(tail -1 "$RES/naive-$(basename "$t" .json).log")"
+    python3 - "$n" <<'PY'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
+n, s = c.execute("SELECT count(*), sum(json_extract(extra_json, '$.point_s')) FROM measurements").fetchone()
+print(f"naive store {sys.argv[1]}: {n} points, point_s {s or 0:.1f} s")
+PY
+    cp "$n" "$RES/"
+  done
+fi
+python3 - "$DB" "$T0" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+n, s = c.execute("SELECT count(*), sum(json_extract(extra_json, '$.point_s')) FROM measurements "
+                 "WHERE measured_at_unix_s >= ?", (int(sys.argv[2]),)).fetchone()
+print(f"this command measured {n} points, point_s {s or 0:.1f} s")
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 print("store:", dict(c.execute("SELECT status, count(*) FROM measurements GROUP BY status").fetchall()),
       "resolutions:", dict(c.execute("SELECT status, count(*) FROM resolutions GROUP BY status").fetchall()))
