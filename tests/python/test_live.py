@@ -259,3 +259,30 @@ def test_the_cli_declares_every_flag_of_the_python_side():
     assert r.returncode == 0
     missing = {f for f in py_flags if f not in r.stdout}
     assert not missing, f"dooly live --help lacks {missing}"
+
+
+def test_a_failing_meter_never_reaches_the_engine():
+    """The recorder's hooks run in the engine's thread: a meter that raises is dropped, the failure kept, and the
+    engine serves on with the steps still recorded."""
+    from dooly.engines.hf import HFEngine
+    from dooly.live.step_recorder import StepRecorder
+
+    class Failing:
+        calls = 0
+
+        def begin(self, name):
+            Failing.calls += 1
+            if Failing.calls > 3:
+                raise RuntimeError("meter broke")
+
+        def end(self, name):
+            pass
+
+    with HFEngine(str(REPO / "data/models/tiny/llama-3.1-8b.json")) as eng:
+        with StepRecorder(eng._manager.batch_processor, Failing()) as rec:
+            steps = eng.run([(16, 4), (40, 3)])
+        assert sorted(len(v) for v in eng.last_outputs.values()) == [3, 4]
+    assert isinstance(rec.error, RuntimeError) and "meter broke" in str(rec.error)
+    assert len(rec.steps) == len(steps)  # every step recorded; the ones after the failure without a window
+    assert [s["num_tokens"] for s in rec.steps] == [s.num_tokens for s in steps]
+    assert rec.steps[0]["window"] is not None and rec.steps[-1]["window"] is None

@@ -123,13 +123,26 @@ class StepRecorder:
 
     THREAD_WINDOW = "<engine thread>"
 
+    def _meter(self, method: str, name: str) -> bool:
+        """meter.begin / meter.end; a meter that fails is dropped (the steps go on being recorded, without energy
+        windows) and its failure kept. Returns whether the call was made."""
+        if self.meter is None:
+            return False
+        try:
+            getattr(self.meter, method)(name)
+            return True
+        except Exception as e:  # noqa: BLE001 - see _guard
+            self.meter = None
+            if self.error is None:
+                self.error = e
+            return False
+
     def _register_thread(self) -> None:
         """An empty window from the engine's thread before any step: the energy engine sets up a thread's event ring
         at its first event and stamps that event after the set-up (milliseconds late), so the first step's window
         would start late."""
-        if self.meter is not None:
-            self.meter.begin(self.THREAD_WINDOW)
-            self.meter.end(self.THREAD_WINDOW)
+        if self._meter("begin", self.THREAD_WINDOW):
+            self._meter("end", self.THREAD_WINDOW)
 
     def _open_window_if_work(self) -> str | None:
         if self.meter is None:
@@ -139,15 +152,14 @@ class StepRecorder:
             return None  # an idle poll of the loop: no step can come of it
         return self._open_window()
 
-    def _open_window(self) -> str:
+    def _open_window(self) -> str | None:
         name = f"w{self._windows}"
         self._windows += 1
-        self.meter.begin(name)
-        return name
+        return name if self._meter("begin", name) else None
 
     def _close_window(self, window: str | None) -> None:
         if window is not None:
-            self.meter.end(window)
+            self._meter("end", window)
 
     def _note_schedule(self, result, decoding: set[str]) -> None:
         """Read at once: preparing the step's inputs moves each request's position_offset past the step's tokens."""
@@ -168,6 +180,7 @@ class StepRecorder:
         if window is None and self.meter is not None:  # work arrived between the check and the queue's drain
             window, late = self._open_window(), True
         if self._scheduled is None:
+            self._close_window(window)
             raise RuntimeError("the engine prepared a step its scheduler did not schedule (hook out of sync with "
                                "this transformers version)")
         reqs, fast_path, max_kv_read = self._scheduled
