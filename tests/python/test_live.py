@@ -286,3 +286,26 @@ def test_a_failing_meter_never_reaches_the_engine():
     assert len(rec.steps) == len(steps)  # every step recorded; the ones after the failure without a window
     assert [s["num_tokens"] for s in rec.steps] == [s.num_tokens for s in steps]
     assert rec.steps[0]["window"] is not None and rec.steps[-1]["window"] is None
+
+
+def test_evicted_requests_keep_their_arrival_and_every_token_time(monkeypatch):
+    """A cache too small for the load: the engine evicts requests and re-creates them (a soft reset: new state, new
+    created_time, no timestamps); the recorder keeps the first arrival and every token's stamp."""
+    from dooly.live.run import LiveOptions, run_live
+
+    monkeypatch.setenv("DOOLY_POWER_SOURCE", "replay")
+    monkeypatch.setenv("DOOLY_REPLAY_FILE", str(RECORDING))
+    opts = LiveOptions(model="llama-3.1-8b", config_path=str(REPO / "data/models/tiny/llama-3.1-8b.json"),
+                       workload="poisson:rate=200,n=24,prompt=uniform:32:64,output=uniform:16:32,seed=2",
+                       device="cpu", tiny=True, block_size=16, num_blocks=24)
+    doc = run_live(opts, log=lambda msg: None)
+    assert doc["problems"] == []
+    reqs = doc["requests"]
+    assert doc["summary"]["evictions"] > 0 and doc["summary"]["recomputed_tokens"] > 0
+    for r in reqs:
+        assert r["finished"] and len(r["token_times_s"]) == r["output_tokens"] == r["requested_output_tokens"]
+        assert r["token_times_s"] == sorted(r["token_times_s"]) and r["token_times_s"][0] > r["arrival_s"]
+        # Tokens are computed again only after an eviction; an evicted request whose blocks were still cached
+        # finds them again through the engine's prefix sharing and may recompute nothing.
+        assert r["recomputed_tokens"] == 0 or r["evictions"] > 0
+    assert sum(r["energy_j"] for r in reqs) == pytest.approx(doc["power"]["steps_energy_j"], rel=1e-9)

@@ -182,7 +182,7 @@ def _print_summary(doc: dict, out: str) -> None:
     print(line)
     p = doc["power"]
     if p.get("source") is None:
-        print(f"{PROG}: {p['why']}")
+        print(f"{PROG}: no energy figures: no power source (power.why in the file says why)")
     elif p.get("counter_ratio") is not None:
         print(f"{PROG}: energy {p['run_energy_j']:.1f} J ({p['source']}), counter {p['counter_delta_j']:.1f} J "
               f"(ratio {p['counter_ratio']:.3f}); steps {p['steps_energy_j']:.1f} J")

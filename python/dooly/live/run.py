@@ -166,11 +166,16 @@ def _document(opts, workload, engine_doc, setup, records, recorder, meter, repor
                              "arrival_s": None, "ttft_s": None, "tpot_s": None, "e2e_s": None, "energy_j": None,
                              "token_times_s": []})
             continue
-        created = rec["created"] if rec["created"] is not None else rec["submit_after"]
+        # The recorder's view first: it keeps the first state's created_time and every token's stamp across the
+        # engine's evictions; the delivered result holds only what followed the last one (and must be its tail).
+        created = recorder.created.get(rid, rec["created"] if rec["created"] is not None else rec["submit_after"])
         if rec["submit_before"] <= created <= rec["submit_after"]:
             clock_ok += 1
         arrival = created - t0
-        times = [t - t0 for t in rec["token_times"]]
+        stamps = recorder.token_times.get(rid, [])
+        if rec["finished"] and stamps[len(stamps) - len(rec["token_times"]):] != rec["token_times"]:
+            problems.append(f"request {rid}: the engine delivered token times that the step recorder did not see")
+        times = [t - t0 for t in stamps]
         lat = request_latencies(arrival, times) if rec["finished"] and times else None
         if rec["finished"] and rec["output_tokens"] != output:
             problems.append(f"request {rid} generated {rec['output_tokens']} tokens, asked {output}")
@@ -188,8 +193,9 @@ def _document(opts, workload, engine_doc, setup, records, recorder, meter, repor
             "energy_j": share.get(rid, 0.0) if meter and report else None,
             "computed_tokens": computed.get(rid, 0),
             # Tokens fed to the model beyond prompt + output - 1 (the last sampled token is never fed back): a
-            # request evicted from a full cache and computed again.
+            # request evicted from a full cache (`evictions`) and computed again.
             "recomputed_tokens": computed.get(rid, 0) - (prompt + rec["output_tokens"] - 1) if rec["finished"] else None,
+            "evictions": recorder.resets.get(rid, 0),
             "error": rec["error"],
             "token_times_s": [_r(t) for t in times],
         })
@@ -223,6 +229,7 @@ def _document(opts, workload, engine_doc, setup, records, recorder, meter, repor
     summary.update({
         "steps": len(steps),
         "recomputed_tokens": sum(r["recomputed_tokens"] or 0 for r in done),
+        "evictions": sum(r.get("evictions", 0) for r in requests),
         "aborted_at_deadline": driver.aborted,
     })
     if driver.aborted:

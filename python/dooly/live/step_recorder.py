@@ -11,7 +11,11 @@ Hooks (transformers 5.17, generation/continuous_batching/; installed on the inst
   `state.position_offset` is the request's tokens already in the cache. The composition is read there, as
   dooly.engines.hf does for the tracer.
 * `ContinuousBatchProcessor.update_batch` ends the step: it hands the sampled tokens to the requests (that is where
-  the engine stamps each token's time) and delivers finished requests.
+  the engine stamps each token's time) and delivers finished requests. The stamps the engine added to each scheduled
+  request's state in the step are collected here, with the state's `created_time` (when the request entered the
+  engine): when the cache is full the engine evicts a request and re-creates its state (a "soft reset": the tokens so
+  far become its prompt, with a new created_time and no timestamps), so the result the engine delivers holds only
+  the times after the last reset; the recorder's hold them all.
 
 The hooks run in the engine's thread. Nothing of dooly's may raise there: every piece of bookkeeping is guarded, the
 first failure is kept in `error` (the run reports it when it ends) and the engine's own calls go on untouched.
@@ -43,6 +47,10 @@ class StepRecorder:
         self._scheduled = None  # (requests, decode fast path, max_kv_read) of this prepare's schedule
         self._current: dict | None = None
         self._windows = 0
+        self.created: dict[str, float] = {}  # request id -> created_time of its first state (its arrival)
+        self.token_times: dict[str, list[float]] = {}  # request id -> the engine's stamp of each of its tokens
+        self.resets: dict[str, int] = {}  # request id -> states the engine re-created for it (evictions)
+        self._states: dict[str, object] = {}
         self.loop_running = threading.Event()  # set at the loop's first prepare_next_batch: it serves from now on
 
     # ------------------------------------------------------------------------------------------------ install
@@ -168,7 +176,16 @@ class StepRecorder:
             reqs = [{"id": fs.state.request_id, "new_tokens": int(fs.query_length),
                      "context_tokens": int(fs.state.position_offset), "decode": fs.state.request_id in decoding}
                     for fs in scheduled]
-            self._scheduled = (reqs, bool(fast_path), int(max_kv_read))
+            marks = []
+            for fs in scheduled:
+                state, rid = fs.state, fs.state.request_id
+                if rid not in self.created:
+                    self.created[rid] = float(state.created_time)
+                elif self._states.get(rid) is not state:
+                    self.resets[rid] = self.resets.get(rid, 0) + 1
+                self._states[rid] = state
+                marks.append((state, len(state.timestamps or ())))
+            self._scheduled = (reqs, bool(fast_path), int(max_kv_read), marks)
 
     def _after_prepare(self, available: bool, t0: float, window: str | None) -> None:
         if not available:
@@ -183,7 +200,7 @@ class StepRecorder:
             self._close_window(window)
             raise RuntimeError("the engine prepared a step its scheduler did not schedule (hook out of sync with "
                                "this transformers version)")
-        reqs, fast_path, max_kv_read = self._scheduled
+        reqs, fast_path, max_kv_read, marks = self._scheduled
         self._scheduled = None
         num_tokens = sum(r["new_tokens"] for r in reqs)
         decodes = sum(1 for r in reqs if r["decode"])
@@ -193,7 +210,7 @@ class StepRecorder:
             "kind": "decode" if prefill_tokens == 0 else "prefill" if decodes == 0 else "mixed",
             "num_tokens": num_tokens, "num_requests": len(reqs), "num_prefill_tokens": prefill_tokens,
             "num_decode_requests": decodes, "decode_fast_path": fast_path, "max_kv_read": max_kv_read,
-            "requests": reqs,
+            "requests": reqs, "marks": marks,
         }
 
     def _end_step(self) -> None:
@@ -202,4 +219,10 @@ class StepRecorder:
             return
         cur["end"] = self.clock()
         self._close_window(cur["window"])
+        for state, before in cur.pop("marks"):
+            stamps = state.timestamps or ()
+            if len(stamps) > before:
+                self.token_times.setdefault(state.request_id, []).extend(float(t) for t in stamps[before:])
+            if state.status.name == "FINISHED" and self._states.get(state.request_id) is state:
+                del self._states[state.request_id]  # bounded memory: a finished request is seen no more
         self.steps.append(cur)
