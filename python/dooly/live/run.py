@@ -100,7 +100,8 @@ def run_live(opts: LiveOptions, log=lambda msg: print(msg, file=sys.stderr)) -> 
             f"{engine_doc['max_batch_tokens']}, graphs {engine_doc['cuda_graphs']}")
 
         meter = StepMeter(dooly_core)
-        log(f"live: energy: {meter.backend}" if meter else f"live: no power source, time only: {meter.why}")
+        log(f"live: energy: {meter.backend}" if meter else
+            f"live: no power source, time only (the file says why): {meter.why[:150]}...")
         vocab = engine.config.get_text_config().vocab_size
         driver = Driver(manager, workload, vocab, seed=opts.seed, deadline_s=opts.deadline_s)
         bp = manager.batch_processor
