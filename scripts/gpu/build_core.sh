@@ -2,7 +2,8 @@
 # Builds the Python binding dooly_core on a GPU machine whose image has torch but none of the C++ dev packages:
 # g++ against the headers scripts/gpu/pack_deps.sh copies into .deps/ (carry it), fmt header-only, linked to the
 # machine's libcrypto and libsqlite3 (Python's own ssl and sqlite3 modules use them). The whole binding: taint,
-# trace, signatures, the store, the planner and the energy engine with every power backend.
+# trace, signatures, the store, the planner, the energy engine with every power backend, and the simulator's
+# workloads (dooly live serves them).
 #   scripts/gpu/build_core.sh [dest=/tmp/dooly-core]    then: export PYTHONPATH=$PWD/python:<dest>
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +25,8 @@ version=$(sed -n 's/^project(dooly VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 inc="-I$ROOT/src -I$DEPS -I$DEPS/eigen3 $pyinc -DDOOLY_VERSION=\"$version\""
 srcs=(python/dooly_core.cpp src/dooly/taint/*.cpp src/dooly/taint/rules/*.cpp src/dooly/trace/*.cpp
       src/dooly/signature/*.cpp src/dooly/store/*.cpp src/dooly/plan/*.cpp src/dooly/energy/*.cpp
-      src/dooly/power/*.cpp src/dooly/power/*/*.cpp src/dooly/common/*.cpp)
+      src/dooly/power/*.cpp src/dooly/power/*/*.cpp src/dooly/common/*.cpp
+      src/dooly/sim/workload.cpp)  # the workloads only: the rest of sim/ is not bound
 pids=()
 for f in "${srcs[@]}"; do
   o="$core/obj/$(echo "$f" | tr / _).o"

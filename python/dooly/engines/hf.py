@@ -27,7 +27,7 @@ from typing import Any, Callable
 from ..models import load_config
 
 __all__ = ["HFEngine", "StepInfo", "ScheduledRequest", "EngineError", "CPU_DEFAULT_NUM_BLOCKS",
-           "DEFAULT_MAX_BATCH_REQUESTS"]
+           "DEFAULT_MAX_BATCH_REQUESTS", "SCHEDULERS"]
 
 # KV-cache blocks on CPU when num_blocks is None. On CUDA the engine sizes the cache from free GPU memory; on CPU it
 # would need psutil and would then claim 90% of the machine's RAM. 331 blocks are far more than any CPU test needs
@@ -37,6 +37,10 @@ CPU_DEFAULT_NUM_BLOCKS = 331
 # Maximum requests per batch. The engine's own default is min(1024, max_batch_tokens[, num_blocks]), which equals
 # max_batch_tokens (521) here; the reference profiler uses 263 so that the two limits are distinguishable by value.
 DEFAULT_MAX_BATCH_REQUESTS = 263
+# The engine's scheduler policies (transformers' SCHEDULER_MAPPING): FIFO schedules decodes first, prefill_first the
+# remainders of split prompts first. None = the engine's own default for a limit above (max_batch_tokens: from free
+# memory; max_batch_requests: min(1024, max_batch_tokens, num_blocks)).
+SCHEDULERS = ("fifo", "prefill_first")
 
 
 class EngineError(RuntimeError):
@@ -85,12 +89,15 @@ class HFEngine:
     """A transformers model with random weights behind the engine's continuous-batching manager."""
 
     def __init__(self, config_path: str, attention: str = "paged|sdpa", device: str = "cpu", dtype=None,
-                 block_size: int = 256, num_blocks: int | None = None, max_batch_tokens: int = 521, seed: int = 0,
-                 max_batch_requests: int = DEFAULT_MAX_BATCH_REQUESTS, cuda_graphs: bool = False):
+                 block_size: int = 256, num_blocks: int | None = None, max_batch_tokens: int | None = 521,
+                 seed: int = 0, max_batch_requests: int | None = DEFAULT_MAX_BATCH_REQUESTS, cuda_graphs: bool = False,
+                 scheduler: str = "fifo"):
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, ContinuousBatchingConfig, GenerationConfig
 
+        if scheduler not in SCHEDULERS:
+            raise ValueError(f"scheduler {scheduler!r} is not one of the engine's: {', '.join(SCHEDULERS)}")
         if not attention.startswith("paged|"):
             raise ValueError(f"attention {attention!r} is not a paged implementation; the continuous-batching engine "
                              f"runs only paged ones. Use e.g. 'paged|sdpa' or 'paged|eager'.")
@@ -123,7 +130,7 @@ class HFEngine:
         self.cuda_graphs = bool(cuda_graphs)
         self.cb_config = ContinuousBatchingConfig(
             block_size=block_size, num_blocks=num_blocks, max_batch_tokens=max_batch_tokens,
-            max_requests_per_batch=max_batch_requests, scheduler_type="fifo", use_cuda_graph=self.cuda_graphs,
+            max_requests_per_batch=max_batch_requests, scheduler_type=scheduler, use_cuda_graph=self.cuda_graphs,
             use_async_batching=False, default_compile_level=0, seed=seed)
         self._manager = self.model.init_continuous_batching(generation_config=self.generation_config,
                                                             continuous_batching_config=self.cb_config)
@@ -173,6 +180,28 @@ class HFEngine:
             "max_batch_requests": bp.scheduler.max_requests_per_batch,
             "block_size": bp.cache.block_size,
             "num_blocks": bp.cache.num_blocks,
+        }
+
+    def serving_config(self) -> dict:
+        """Everything the engine resolved that decides how it batches (what a simulator of this engine must be run
+        with): the limits, the scheduler and its safety margin, the decode fast path, the CUDA-graph paths and
+        padding, block sharing, async batching."""
+        bp = self._manager.batch_processor
+        cfg = self._manager.continuous_batching_config
+        sched = bp.scheduler
+        return {
+            **self.limits(),
+            "scheduler": cfg.scheduler_type,
+            "safety_margin": sched.safety_margin,
+            "max_blocks_per_request": bp.cache.max_blocks_per_request,
+            "decode_fast_path_max_tokens": sched.max_decode_fast_path_length,
+            "cuda_graphs": {"varlen": bool(cfg.cuda_graph_booleans[0]), "decode": bool(cfg.cuda_graph_booleans[1])},
+            "q_padding_interval_size": cfg.q_padding_interval_size,
+            "kv_padding_interval_size": cfg.kv_padding_interval_size,
+            "prefix_sharing": bool(bp.cache.use_prefix_sharing),
+            "async_batching": bool(cfg.use_async_batching),
+            "max_memory_percent": cfg.max_memory_percent,
+            "cpu_offload_space_gib": cfg.cpu_offload_space,
         }
 
     def config_int_attributes(self) -> dict[str, int]:
