@@ -9,13 +9,14 @@
 #include "dooly/common/error.hpp"
 #include "dooly/common/utf8.hpp"
 #include "dooly/sim/hf_engine.hpp"
+#include "dooly/sim/vllm_engine.hpp"
 
 namespace dooly::sim {
 namespace {
 
 std::map<std::string, EngineFactory>& registry() {
   // The built-in engines are registered here, where the lookup lives, so a static library cannot drop them.
-  static std::map<std::string, EngineFactory> r = {{"hf", &make_hf_engine}};
+  static std::map<std::string, EngineFactory> r = {{"hf", &make_hf_engine}, {"vllm", &make_vllm_engine}};
   return r;
 }
 

@@ -4,7 +4,7 @@
 // step's priced parts into time and energy (cost_model.hpp); the simulator owns the clock and the metrics.
 //
 // Engines are made by name from a registry that rejects duplicates: "hf" (transformers 5.17 continuous batching,
-// hf_engine.hpp).
+// hf_engine.hpp) and "vllm" (vLLM v1's scheduler, vllm_engine.hpp; not validated against a live vLLM).
 #include <cstdint>
 #include <memory>
 #include <string>
