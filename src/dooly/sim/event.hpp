@@ -2,6 +2,7 @@
 // The simulator's events and their order. Events are plain values ordered by (time, type, id), so a run is the same
 // for the same input on every platform: at one instant a step's end comes first (it frees blocks, finishes
 // requests and lets closed-loop users send), then arrivals in request order, then the engine's next step.
+#include <cstddef>
 #include <cstdint>
 #include <queue>
 #include <tuple>
