@@ -58,9 +58,11 @@ HfEngine::HfEngine(const EngineContext& ctx)
   scheduler_ = std::make_unique<HfScheduler>(policy, margin, max_requests_, *cache_, reqs_);
   if (graphs_ && c.warmup) {
     // ModelRunner.warmup: the varlen path at its largest shape, one request reading the rest of the cache.
-    const int64_t kv = cache_->num_pages() - max_batch_tokens_;
+    const int64_t pages = cache_->num_pages(), kv = pages - max_batch_tokens_;
+    const int64_t window = model_.sliding_window.value_or(INT64_MAX / 4);
     graphs_seen_.insert(graph_key(pad_to_interval(max_batch_tokens_, c.q_padding, max_batch_tokens_),
-                                  pad_to_interval(kv, c.kv_padding, cache_->num_pages())));
+                                  pad_to_interval(kv, c.kv_padding, pages), pages,
+                                  max_batch_tokens_ + std::min(kv, window - 1)));
   }
 }
 
@@ -90,21 +92,12 @@ void HfEngine::check(const std::vector<RequestState>& requests) const {
   }
 }
 
-HfEngine::GraphKey HfEngine::graph_key(int64_t q_padded, int64_t kv_padded) const {
-  int64_t full = 0, sliding = 0;
-  const int64_t window = model_.sliding_window.value_or(INT64_MAX / 4);
-  for (const HfScheduled& s : batch_) {
-    full = std::max(full, s.context + s.tokens);
-    sliding = std::max(sliding, s.tokens + std::min(s.context, window - 1));
-  }
-  if (batch_.empty()) {  // the warm-up's request: the largest query after the rest of the cache
-    full = cache_->num_pages();
-    sliding = max_batch_tokens_ + std::min(cache_->num_pages() - max_batch_tokens_, window - 1);
-  }
+HfEngine::GraphKey HfEngine::graph_key(int64_t q_padded, int64_t kv_padded, int64_t seqlen_full,
+                                       int64_t seqlen_sliding) const {
   const LayerGroups& g = cache_->groups();
   const int64_t pages = cache_->num_pages();
-  return {q_padded, kv_padded, g.full ? pad_to_pow2(full, pages, kMaxSeqlenKPadMin) : 0,
-          g.sliding ? pad_to_pow2(sliding, pages, kMaxSeqlenKPadMin) : 0};
+  return {q_padded, kv_padded, g.full ? pad_to_pow2(seqlen_full, pages, kMaxSeqlenKPadMin) : 0,
+          g.sliding ? pad_to_pow2(seqlen_sliding, pages, kMaxSeqlenKPadMin) : 0};
 }
 
 void HfEngine::shape_step() {
@@ -121,7 +114,13 @@ void HfEngine::shape_step() {
   // ModelRunner.maybe_pad_inputs (varlen path: the only one without flash attention), then the graph cache.
   const int64_t q = pad_to_interval(tokens, config_.q_padding, max_batch_tokens_);
   const int64_t kv = pad_to_interval(kv_read, config_.kv_padding, cache_->num_pages());
-  const bool fresh = graphs_seen_.insert(graph_key(q, kv)).second;
+  int64_t full = 0, sliding = 0;  // max_seqlen_k per layer type (cache.get_seqlens_k)
+  const int64_t window = model_.sliding_window.value_or(INT64_MAX / 4);
+  for (const HfScheduled& s : batch_) {
+    full = std::max(full, s.context + s.tokens);
+    sliding = std::max(sliding, s.tokens + std::min(s.context, window - 1));
+  }
+  const bool fresh = graphs_seen_.insert(graph_key(q, kv, full, sliding)).second;
   shape = {fresh ? ForwardPath::graph_capture : ForwardPath::graph_replay, q, kv, std::min(q, max_requests_)};
 }
 

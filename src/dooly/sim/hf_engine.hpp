@@ -49,7 +49,9 @@ class HfEngine final : public Engine {
  private:
   using GraphKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // q, kv read, max_seqlen_k full / sliding
   void shape_step();
-  GraphKey graph_key(int64_t q_padded, int64_t kv_padded) const;
+  // _get_graph_key (varlen): padded queries and cached tokens read, max_seqlen_k per layer type padded to a power
+  // of two of at least 1024 (get_model_kwargs).
+  GraphKey graph_key(int64_t q_padded, int64_t kv_padded, int64_t seqlen_full, int64_t seqlen_sliding) const;
 
   const EngineConfig& config_;
   const ModelSpec& model_;
