@@ -1,0 +1,72 @@
+#include "dooly/sim/simulator.hpp"
+
+#include "dooly/common/error.hpp"
+
+namespace dooly::sim {
+
+std::unique_ptr<Simulation> prepare(const SimConfig& config, const std::string& models_dir) {
+  if (config.model.empty()) DOOLY_THROW(InputError, "give --model NAME (data/models/) or a config.json", "no --model");
+  if (config.workload.empty())
+    DOOLY_THROW(InputError, "give --workload poisson:rate=R,n=N,prompt=DIST,output=DIST or trace:FILE.jsonl",
+                "no --workload");
+  auto sim = std::make_unique<Simulation>();
+  sim->config = config;
+  sim->model = load_model(config.model, models_dir);
+  sim->workload = parse_workload(config.workload);
+  if (!config.slo.empty()) sim->slo = parse_slo(config.slo);
+  CostSpec cs;
+  cs.kind = config.cost;
+  cs.db = config.db;
+  cs.engine = config.engine.engine;
+  cs.attention = config.engine.attention;
+  cs.dtype_bytes = config.engine.dtype_bytes();
+  cs.cuda_graphs = config.engine.cuda_graphs == "on";
+  cs.model = sim->model;
+  cs.gpu = config.engine.gpu;
+  sim->cost = make_cost_model(cs);
+  sim->requests = generate(sim->workload);
+  sim->states.resize(sim->requests.size());
+  for (size_t i = 0; i < sim->requests.size(); ++i) {
+    RequestState& s = sim->states[i];
+    s.arrival_s = sim->requests[i].arrival_s;
+    s.prompt_tokens = sim->requests[i].prompt_tokens;
+    s.output_tokens = sim->requests[i].output_tokens;
+  }
+  sim->engine = make_engine(config.engine.engine, {sim->config.engine, sim->model, *sim->cost, sim->states});
+  sim->engine->check(sim->states);
+  return sim;
+}
+
+void run_events(World& w) {
+  static constexpr void (*kHandlers[kEventTypes])(World&, const Event&) = {on_step_end, on_arrival, on_step_start};
+  while (!w.queue.empty()) {
+    const Event e = w.queue.pop();
+    w.now_s = e.t_s;
+    kHandlers[static_cast<int>(e.type)](w, e);
+  }
+}
+
+SimResult run(Simulation& sim, StepObserver* observer, bool keep_steps) {
+  World w{sim.states, *sim.engine};
+  w.idle_power_w = sim.cost->idle_power_w();
+  w.recorder.keep_steps = keep_steps;
+  w.recorder.observer = observer;
+  if (sim.workload.arrivals == Workload::Arrivals::closed) {
+    w.arrivals = {true, sim.workload.users, sim.workload.think_s};
+    for (int64_t u = 0; u < sim.workload.users; ++u) send_next(w, static_cast<int32_t>(u), 0.0);
+  } else if (!sim.states.empty()) {
+    w.next_request = 1;
+    w.queue.push({sim.states[0].arrival_s, EventType::arrival, 0});
+  }
+  run_events(w);
+  if (w.engine.has_pending())
+    DOOLY_THROW(Error, "report it with the command line: the engine model left requests unserved",
+                "the simulation ended at {} s with requests still queued", w.now_s);
+  SimResult r;
+  r.recorder = std::move(w.recorder);
+  r.recorder.observer = nullptr;
+  r.summary = summarize(sim.states, r.recorder, w.idle_power_w, sim.slo);
+  return r;
+}
+
+}  // namespace dooly::sim

@@ -1,0 +1,191 @@
+// The event loop end to end: determinism (same input, same bytes), event order at equal times, energy conservation,
+// closed-loop users, and every bad input as one line before any work.
+#include "dooly/sim/simulator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "dooly/common/error.hpp"
+#include "dooly/sim/result_writer.hpp"
+#include "sim_support.hpp"
+#include "support/temp_dir.hpp"
+
+namespace dooly::sim {
+namespace {
+
+using testing::models_dir;
+
+const char* kWorkload = "poisson:rate=20,n=300,prompt=lognormal:200:0.7:16:2048,output=lognormal:40:0.75:1:256,seed=7";
+
+SimConfig config(const std::string& workload = kWorkload) {
+  SimConfig c;
+  c.model = "llama-3.1-8b";
+  c.workload = workload;
+  return c;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string result_bytes(const SimConfig& c, const std::string& path) {
+  auto sim = prepare(c, models_dir());
+  ResultWriter out(path, *sim);
+  const SimResult r = run(*sim, &out);
+  out.finish(*sim, r);
+  return slurp(path);
+}
+
+std::string error_of(const SimConfig& c) {
+  try {
+    auto sim = prepare(c, models_dir());
+    (void)run(*sim);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Simulator, SameSeedGivesByteIdenticalResults) {
+  dooly::testing::TempDir dir;
+  for (const char* engine : {"hf", "vllm"}) {
+    SimConfig c = config();
+    c.engine.engine = engine;
+    const std::string a = result_bytes(c, dir.file("a.json")), b = result_bytes(c, dir.file("b.json"));
+    EXPECT_EQ(a, b) << engine;
+    EXPECT_NE(a.find("\"version\": 1"), std::string::npos);
+    c.workload = "poisson:rate=20,n=300,prompt=lognormal:200:0.7:16:2048,output=lognormal:40:0.75:1:256,seed=8";
+    EXPECT_NE(result_bytes(c, dir.file("c.json")), a) << engine;
+  }
+}
+
+TEST(Simulator, StreamedAndKeptStepsWriteTheSameFile) {
+  dooly::testing::TempDir dir;
+  const std::string streamed = result_bytes(config(), dir.file("a.json"));
+  auto sim = prepare(config(), models_dir());
+  const SimResult r = run(*sim, nullptr, /*keep_steps=*/true);
+  write_result_json(dir.file("b.json"), *sim, r);
+  EXPECT_EQ(slurp(dir.file("b.json")), streamed);
+  EXPECT_EQ(static_cast<int64_t>(r.recorder.steps.size()), r.summary.steps);
+}
+
+TEST(Simulator, EventsAreOrderedByTimeTypeId) {
+  EventQueue q;
+  q.push({1.0, EventType::step_start, 0});
+  q.push({1.0, EventType::arrival, 5});
+  q.push({1.0, EventType::arrival, 2});
+  q.push({1.0, EventType::step_end, 9});
+  q.push({0.5, EventType::step_start, 1});
+  std::vector<std::pair<int, int64_t>> order;
+  while (!q.empty()) {
+    const Event e = q.pop();
+    order.emplace_back(static_cast<int>(e.type), e.id);
+  }
+  EXPECT_EQ(order, (std::vector<std::pair<int, int64_t>>{{2, 1}, {0, 9}, {1, 2}, {1, 5}, {2, 0}}));
+}
+
+TEST(Simulator, RequestsArrivingTogetherShareTheFirstStep) {
+  dooly::testing::TempDir dir;
+  std::ofstream(dir.file("t.jsonl"))
+      << "{\"id\": \"a\", \"arrival_s\": 1.0, \"prompt_tokens\": 30, \"output_tokens\": 3}\n"
+         "{\"id\": \"b\", \"arrival_s\": 1.0, \"prompt_tokens\": 20, \"output_tokens\": 2}\n";
+  auto sim = prepare(config("trace:" + dir.file("t.jsonl")), models_dir());
+  const SimResult r = run(*sim, nullptr, true);
+  ASSERT_FALSE(r.recorder.steps.empty());
+  EXPECT_DOUBLE_EQ(r.recorder.steps[0].t_s, 1.0);
+  EXPECT_EQ(r.recorder.steps[0].requests, 2);
+  EXPECT_EQ(r.recorder.steps[0].tokens, 50);
+  EXPECT_DOUBLE_EQ(sim->states[0].first_token_s, sim->states[1].first_token_s);
+}
+
+TEST(Simulator, RequestEnergiesSumToTheStepsEnergy) {
+  for (const char* engine : {"hf", "vllm"}) {
+    SimConfig c = config();
+    c.engine.engine = engine;
+    auto sim = prepare(c, models_dir());
+    const SimResult r = run(*sim);
+    double sum = 0;
+    for (const RequestState& s : sim->states) sum += s.energy_j;
+    EXPECT_NEAR(sum, r.summary.step_energy_j, 1e-9 * r.summary.step_energy_j) << engine;
+    EXPECT_NEAR(r.summary.energy_j, r.summary.step_energy_j + r.summary.idle_energy_j, 1e-9 * r.summary.energy_j);
+    EXPECT_EQ(r.summary.completed, 300);
+  }
+}
+
+TEST(Simulator, ClosedLoopUsersSendAfterThinking) {
+  auto sim =
+      prepare(config("closed:users=3,n=12,prompt=uniform:50:200,output=uniform:5:20,think=0.25,seed=1"), models_dir());
+  const SimResult r = run(*sim);
+  EXPECT_EQ(r.summary.completed, 12);
+  const auto& st = sim->states;
+  for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(st[i].arrival_s, 0.0);
+  for (size_t i = 3; i < st.size(); ++i) {
+    // Request i was sent by the user of an earlier request, exactly 0.25 s after that one finished.
+    bool found = false;
+    for (size_t j = 0; j < i; ++j)
+      if (st[j].user == st[i].user && std::abs(st[j].finish_s + 0.25 - st[i].arrival_s) < 1e-12) found = true;
+    EXPECT_TRUE(found) << i;
+  }
+  // Never more than 3 requests in flight.
+  for (const RequestState& a : st) {
+    int in_flight = 0;
+    for (const RequestState& b : st)
+      if (b.arrival_s <= a.arrival_s && b.finish_s > a.arrival_s) ++in_flight;
+    EXPECT_LE(in_flight, 3);
+  }
+}
+
+TEST(Simulator, BadInputIsOneLineBeforeAnyWork) {
+  SimConfig unknown = config();
+  unknown.model = "no-such-model";
+  EXPECT_NE(error_of(unknown).find("unknown model 'no-such-model'"), std::string::npos);
+
+  dooly::testing::TempDir dir;
+  std::ofstream(dir.file("bad.jsonl")) << "{\"arrival_s\": 0, \"prompt_tokens\": 5, \"output_tokens\": 2}\n"
+                                          "{\"arrival_s\": 1, \"prompt_tokens\": \"many\"}\n";
+  EXPECT_NE(error_of(config("trace:" + dir.file("bad.jsonl"))).find("bad.jsonl:2: prompt_tokens"), std::string::npos);
+
+  SimConfig small = config("constant:rate=1,n=2,prompt=fixed:5000,output=fixed:10");
+  small.engine.num_blocks = 10;
+  EXPECT_NE(error_of(small).find("needs 20 KV blocks alone, the HF cache has 10"), std::string::npos)
+      << error_of(small);
+
+  SimConfig store = config();
+  store.db = "data/h200.sqlite";
+  EXPECT_NE(error_of(store).find("needs dooly::predict"), std::string::npos);
+
+  SimConfig slo = config();
+  slo.slo = "ttft:fast";
+  EXPECT_NE(error_of(slo).find("--slo 'ttft:fast'"), std::string::npos);
+
+  SimConfig engine = config();
+  engine.engine.engine = "sglang";
+  EXPECT_NE(error_of(engine).find("unknown engine 'sglang'"), std::string::npos);
+}
+
+TEST(Simulator, SettingsTableNamesEveryFlagOnce) {
+  SimConfig c;
+  set_option(c, "max-batch-tokens", "512");
+  set_option(c, "cuda-graphs", "on");
+  set_option(c, "engine", "vllm");
+  EXPECT_EQ(c.engine.max_batch_tokens, 512);
+  EXPECT_EQ(c.engine.cuda_graphs, "on");
+  EXPECT_EQ(c.engine.engine, "vllm");
+  EXPECT_THROW(set_option(c, "max-batch-tokens", "0"), InputError);
+  EXPECT_THROW(set_option(c, "cuda-graphs", "maybe"), InputError);
+  try {
+    set_option(c, "bogus", "1");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown setting 'bogus'"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dooly::sim
