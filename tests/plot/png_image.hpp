@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "dooly/plot/color.hpp"
+#include "dooly/plot/text.hpp"
 
 namespace dooly::plot::testing {
 
@@ -82,5 +85,13 @@ inline PngHeader png_header(const std::string& bytes) {
   };
   return {be32(16), be32(20), static_cast<unsigned char>(bytes[24]), static_cast<unsigned char>(bytes[25])};
 }
+
+// cairo and fontconfig keep font caches for the whole process; free them when the tests are done, so that
+// LeakSanitizer (the asan preset) reports only what the tests themselves leak.
+class ReleaseFontCaches : public ::testing::Environment {
+ public:
+  void TearDown() override { release_font_caches(); }
+};
+inline const bool kFontCachesReleased = (::testing::AddGlobalTestEnvironment(new ReleaseFontCaches), true);
 
 }  // namespace dooly::plot::testing

@@ -27,9 +27,11 @@ class Figure {
   // A new Axes below the others; its height is its share of the weights.
   Axes& add_axes(double height_weight = 1.0);
   Axes& axes(size_t i) { return axes_.at(i); }
+  const Axes& axes(size_t i) const { return axes_.at(i); }
   size_t axes_count() const noexcept { return axes_.size(); }
   // A line of small text under the axes.
   void add_note(std::string line);
+  const std::vector<std::string>& notes() const noexcept { return notes_; }
 
   int width_px() const noexcept { return width_px_; }
   int height_px() const noexcept { return height_px_; }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include <fontconfig/fontconfig.h>
+
 #include "dooly/common/utf8.hpp"
 
 namespace dooly::plot {
@@ -91,6 +93,11 @@ std::string Text::fit(std::string_view text, double max_width_px) const {
     if (width(s) <= max_width_px) return s;
   }
   return "\xE2\x80\xA6";
+}
+
+void release_font_caches() noexcept {
+  cairo_debug_reset_static_data();
+  FcFini();
 }
 
 }  // namespace dooly::plot

@@ -33,4 +33,9 @@ class Text {
   bool bold_ = false;
 };
 
+// Frees the font caches cairo and fontconfig keep for the whole process, so leak checkers see none at exit.
+// Call it only when no cairo object is left (the end of a command, of a test program); drawing afterwards
+// is fine, it fills them again.
+void release_font_caches() noexcept;
+
 }  // namespace dooly::plot
