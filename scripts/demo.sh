@@ -4,7 +4,7 @@
 #    Kokkos Tools interface a Kokkos program uses) and prints the per-kernel energy table;
 #  - without: re-analyses a run recorded on an NVIDIA H200 (power readings + kernel windows, shipped under
 #    data/runs/) with the same attribution engine and prints its table.
-# Outputs (CSV, JSON) go to out/.
+# Outputs (CSV, JSON, and PNG charts from `dooly plot`: docs/plot.md) go to out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOOLY_SKIP_PYTHON=1 bash scripts/setup.sh
@@ -16,9 +16,10 @@ RECORDING=data/runs/h200-kokkos-demo.recording
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null 2>&1; then
   echo "demo: GPU found ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)); measuring the bundled CUDA demo live"
   nvcc -O3 -std=c++17 -arch=native examples/cuda_energy_demo/cuda_energy_demo.cu -o build/default/cuda_energy_demo
-  KOKKOS_TOOLS_LIBS="$PWD/$BIN/kokkos/libkp_gpu_energy.so" DOOLY_OUTPUT=out/demo \
+  KOKKOS_TOOLS_LIBS="$PWD/$BIN/kokkos/libkp_gpu_energy.so" DOOLY_OUTPUT=out/demo DOOLY_RECORD=out/demo.recording \
     build/default/cuda_energy_demo "${DEMO_PHASE_S:-2}"
-  echo "demo: wrote out/demo.csv and out/demo.json"
+  echo "demo: wrote out/demo.csv, out/demo.json and out/demo.recording"
+  "$BIN/cli/dooly" plot out/demo.recording --out out/demo
 else
   echo "demo: no GPU here; re-analysing a run recorded on an NVIDIA H200: $RECORDING"
   echo "      ($(grep -m1 '^meta,recorded' "$RECORDING" | cut -d, -f3- || true))"
@@ -26,4 +27,5 @@ else
   # give the model mode the fitted effective window and lag, which the nvml backend now uses by default.
   "$BIN/cli/dooly" analyze "$RECORDING" --sensor-window-ms 25 --sensor-delay-ms 4 --csv out/demo.csv --json out/demo.json
   echo "demo: wrote out/demo.csv and out/demo.json"
+  "$BIN/cli/dooly" plot "$RECORDING" --sensor-window-ms 25 --sensor-delay-ms 4 --out out/demo
 fi
