@@ -44,7 +44,8 @@ OpClass class_of(const store::PredictorRecord& r, const SignatureInfo& info) {
   return classify(info.kind, info.name, info.metadata, quantities);
 }
 
-// Adds one predictor's held-out errors and points, by the kind of each point (attention: to the class of that kind).
+// Adds one predictor's held-out errors, points and chosen model, by the kind of each point (attention: to the class
+// of that kind).
 void add_predictor(const store::PredictorRecord& r, OpClass base, FitSummary& out,
                    std::array<std::set<int64_t>, op_class_count>& members) {
   const nlohmann::json eval = nlohmann::json::parse(r.evaluation_json, nullptr, false);
@@ -52,6 +53,8 @@ void add_predictor(const store::PredictorRecord& r, OpClass base, FitSummary& ou
   const nlohmann::json& by_kind = eval.is_object() && eval.contains("by_kind") ? eval["by_kind"] : none;
   const nlohmann::json& points = eval.is_object() && eval.contains("points_by_kind") ? eval["points_by_kind"] : none;
   const bool latency = r.target == store::PredictorTarget::latency_s;
+  std::set<size_t> classes{static_cast<size_t>(base)};  // where the chosen model is counted
+  if (is_attention(base)) classes.clear();
   for (size_t k = 0; k < point_kind_count; ++k) {
     const auto kind = static_cast<PointKind>(k);
     const std::string key(to_string(kind));
@@ -62,11 +65,13 @@ void add_predictor(const store::PredictorRecord& r, OpClass base, FitSummary& ou
       (latency ? row.latency : row.energy).add(t);
       (latency ? out.latency : out.energy).add(t);
     }
-    if (latency && points.is_object() && points.contains(key) && points[key].is_number()) {
-      row.points += points[key].get<size_t>();
-      members[c].insert(r.signature_id);
+    if (points.is_object() && points.contains(key) && points[key].is_number()) {
+      classes.insert(c);
+      if (latency) row.points += points[key].get<size_t>();
+      if (latency) members[c].insert(r.signature_id);
     }
   }
+  for (size_t c : classes) ++out.by_class[c].models[r.model];
 }
 
 }  // namespace
@@ -80,7 +85,6 @@ FitSummary summarize_predictors(store::Store& store, int64_t provenance_id) {
     if (info == infos.end()) continue;
     const OpClass base = class_of(r, info->second);
     ++out.predictors;
-    ++out.by_class[static_cast<size_t>(base)].models[r.model];
     add_predictor(r, base, out, members);
   }
   for (size_t c = 0; c < op_class_count; ++c) out.by_class[c].signatures = members[c].size();

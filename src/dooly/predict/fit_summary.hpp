@@ -22,7 +22,8 @@ struct ClassSummary {
   size_t signatures = 0;  // with a latency predictor in this class
   size_t points = 0;      // measured points of their latency predictors
   ErrorTally latency, energy;
-  std::map<std::string, size_t> models;  // how often each candidate was chosen (both targets)
+  std::map<std::string, size_t> models;  // how often each candidate was chosen (both targets; an attention
+                                         // signature in each class it has points in)
 };
 
 struct FitSummary {
