@@ -106,10 +106,27 @@ TEST(Candidates, LogLogInterpolationRecoversPowerLawsExactly) {
   const auto m = interpolation_candidate(InterpolationScale::loglog).fit(one_d(kTokens, f));
   ASSERT_TRUE(m);
   for (double t : {3.0, 100.0, 5000.0}) EXPECT_NEAR(at(*m, t) / f(t), 1.0, 1e-9) << t;
-  // Beyond the last point: the last segment extended (a power law stays one); below the first: the first value.
-  EXPECT_NEAR(at(*m, 16384) / f(16384), 1.0, 1e-9);
-  EXPECT_NEAR(at(*m, 0.5), f(1), 1e-15);
   EXPECT_FALSE(interpolation_candidate(InterpolationScale::loglog).fit(one_d({0, 1, 2}, [](double) { return 1.0; })));
+}
+
+// Outside its points an interpolation clamps to the nearest point and scales by its trend (ls_linear's fit of all
+// the points): an affine cost is followed exactly beyond both ends, in either space, however the points are spaced
+// (two close end points do not set the slope).
+TEST(Candidates, InterpolationClampsAndScalesOutsideItsPoints) {
+  const auto f = [](double t) { return 5e-6 + 2e-9 * t; };
+  for (auto scale : {InterpolationScale::linear, InterpolationScale::loglog}) {
+    const auto m = interpolation_candidate(scale).fit(one_d({16, 64, 256, 1024, 1025, 4096, 4097}, f));
+    ASSERT_TRUE(m);
+    for (double t : {1.0, 8.0, 5000.0, 65536.0, 1e6}) EXPECT_NEAR(at(*m, t) / f(t), 1.0, 1e-8) << t;
+    EXPECT_NEAR(at(*round_trip(*m), 65536) / f(65536), 1.0, 1e-8);
+  }
+  // Without a trend (too few points for one, or a load of parameters without it): the end point's value.
+  const auto two = interpolation_candidate(InterpolationScale::linear).fit(one_d({1, 2}, f));
+  ASSERT_TRUE(two);
+  EXPECT_NEAR(at(*two, 10) / f(10), 1.0, 1e-8);  // two points: the trend is the line through them
+  nlohmann::json p = two->params();
+  p.erase("trend");
+  EXPECT_NEAR(at(*load_model(default_candidates(), "interp_linear", p), 10), f(2), 1e-15);
 }
 
 TEST(Candidates, TriangulatedInterpolationReducesToOneDimensionOnGridLines) {
@@ -143,8 +160,9 @@ TEST(Candidates, TriangulatedInterpolationTakesScatteredPoints) {
   ASSERT_TRUE(m);
   for (const auto& q : std::vector<std::array<double, 2>>{{2, 3000}, {100, 5000}, {512, 4000}, {1000, 10000}})
     EXPECT_NEAR(at(*m, q[0], q[1]) / f(q[0], q[1]), 1.0, 1e-9) << q[0] << " " << q[1];
-  // Outside the hull: never below the value at its boundary.
-  EXPECT_GE(at(*m, 1, 200000), f(1, 16385) * (1 - 1e-12));
+  // Outside the hull: clamped to the nearest triangle and scaled by the (here exact) affine trend.
+  for (const auto& q : std::vector<std::array<double, 2>>{{1, 200000}, {8000, 9000}, {2, 20}})
+    EXPECT_NEAR(at(*m, q[0], q[1]) / f(q[0], q[1]), 1.0, 1e-8) << q[0] << " " << q[1];
   // Collinear points have no triangle: declined.
   EXPECT_FALSE(interpolation_candidate(InterpolationScale::linear).fit(Samples{2, {1, 1, 2, 2, 3, 3}, {1, 2, 3}}));
 }

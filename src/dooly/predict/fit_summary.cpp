@@ -44,14 +44,17 @@ OpClass class_of(const store::PredictorRecord& r, const SignatureInfo& info) {
   return classify(info.kind, info.name, info.metadata, quantities);
 }
 
+// A member object of the evaluation JSON, or an empty object.
+nlohmann::json member(const nlohmann::json& eval, const char* key) {
+  return eval.is_object() && eval.contains(key) && eval[key].is_object() ? eval[key] : nlohmann::json::object();
+}
+
 // Adds one predictor's held-out errors, points and chosen model, by the kind of each point (attention: to the class
 // of that kind).
 void add_predictor(const store::PredictorRecord& r, OpClass base, FitSummary& out,
                    std::array<std::set<int64_t>, op_class_count>& members) {
   const nlohmann::json eval = nlohmann::json::parse(r.evaluation_json, nullptr, false);
-  const nlohmann::json none = nlohmann::json::object();
-  const nlohmann::json& by_kind = eval.is_object() && eval.contains("by_kind") ? eval["by_kind"] : none;
-  const nlohmann::json& points = eval.is_object() && eval.contains("points_by_kind") ? eval["points_by_kind"] : none;
+  const nlohmann::json by_kind = member(eval, "by_kind"), points = member(eval, "points_by_kind");
   const bool latency = r.target == store::PredictorTarget::latency_s;
   std::set<size_t> classes{static_cast<size_t>(base)};  // where the chosen model is counted
   if (is_attention(base)) classes.clear();
@@ -60,12 +63,12 @@ void add_predictor(const store::PredictorRecord& r, OpClass base, FitSummary& ou
     const std::string key(to_string(kind));
     const auto c = static_cast<size_t>(is_attention(base) ? attention_class(kind) : base);
     ClassSummary& row = out.by_class[c];
-    if (by_kind.is_object() && by_kind.contains(key)) {
+    if (by_kind.contains(key)) {
       const ErrorTally t = tally_of(by_kind[key]);
       (latency ? row.latency : row.energy).add(t);
       (latency ? out.latency : out.energy).add(t);
     }
-    if (points.is_object() && points.contains(key) && points[key].is_number()) {
+    if (points.contains(key) && points[key].is_number()) {
       classes.insert(c);
       if (latency) row.points += points[key].get<size_t>();
       if (latency) members[c].insert(r.signature_id);

@@ -19,8 +19,8 @@ class Store;
 namespace dooly::predict {
 
 // What produced a stored predictor. Change it when a candidate, the selection or the stored parameters change:
-// every predictor is then refitted once.
-inline constexpr std::string_view predictor_code_version = "dooly-predict v1";
+// every predictor is then refitted once. v2: interpolation extends outside its points by clamp-and-scale.
+inline constexpr std::string_view predictor_code_version = "dooly-predict v2";
 
 struct FitResult {
   store::PredictorRecord record;

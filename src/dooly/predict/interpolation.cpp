@@ -7,6 +7,7 @@
 
 #include "dooly/predict/delaunay.hpp"
 #include "dooly/predict/json_numbers.hpp"
+#include "dooly/predict/least_squares.hpp"
 
 namespace dooly::predict {
 namespace {
@@ -30,13 +31,58 @@ bool positive(const Samples& s) {
          std::all_of(s.y.begin(), s.y.end(), [](double v) { return v > 0; });
 }
 
+// How the cost grows beyond the points: ls_linear's fit of all of them, c_0 + sum c_d x_d with c >= 0. Outside,
+// an interpolation takes the value at the nearest point of its region and scales it by the trend's ratio between
+// the two (clamp-and-scale): it follows the measured growth without trusting an end segment's slope, which two
+// close points (KV 1024 and 1025) can make anything.
+struct Trend {
+  std::vector<double> coef;  // empty: no scaling
+
+  static Trend of(const Samples& s) {
+    const size_t k = s.dims + 1;
+    std::vector<double> a;
+    a.reserve(s.rows() * k);
+    for (size_t i = 0; i < s.rows(); ++i) {
+      a.push_back(1.0);
+      for (size_t d = 0; d < s.dims; ++d) a.push_back(s.at(i, d));
+    }
+    Trend t{s.rows() >= k ? nonnegative_relative_fit(a, k, s.y) : std::vector<double>{}};
+    for (double& c : t.coef) c = compact(c);
+    return t;
+  }
+  double at(std::span<const double> x) const noexcept {
+    double v = coef[0];
+    for (size_t d = 1; d < coef.size(); ++d) v += coef[d] * x[d - 1];
+    return v;
+  }
+  double ratio(std::span<const double> x, std::span<const double> from) const noexcept {
+    if (coef.empty()) return 1.0;
+    const double base = at(from);
+    return base > 0 ? at(x) / base : 1.0;
+  }
+};
+
+nlohmann::json with_trend(nlohmann::json params, const Trend& trend) {
+  if (!trend.coef.empty()) params["trend"] = trend.coef;
+  return params;
+}
+
+Trend trend_of(const nlohmann::json& params, std::string_view name, size_t dims) {
+  if (!params.contains("trend")) return {};
+  Trend t{param_numbers(params, "trend", name)};
+  if (t.coef.size() != dims + 1)
+    DOOLY_THROW(InputError, "refit the store's predictors (`dooly predict fit --db FILE`)",
+                "{} trend has {} coefficients for {} quantities", name, t.coef.size(), dims);
+  return t;
+}
+
 // ---------------------------------------------------------------------------------------------- one quantity
 
 class Piecewise final : public Model {
  public:
   // x ascending and distinct; y > 0 in log-log.
-  Piecewise(InterpolationScale scale, std::vector<double> x, std::vector<double> y)
-      : space_{scale}, x_(std::move(x)), y_(std::move(y)) {
+  Piecewise(InterpolationScale scale, std::vector<double> x, std::vector<double> y, Trend trend)
+      : space_{scale}, x_(std::move(x)), y_(std::move(y)), trend_(std::move(trend)) {
     for (double& v : y_) v = compact(v);
     for (size_t i = 0; i < x_.size(); ++i) {
       t_.push_back(space_.to(x_[i]));
@@ -55,18 +101,17 @@ class Piecewise final : public Model {
       const double w = (t - t_[i]) / (t_[i + 1] - t_[i]);
       return space_.from(v_[i] + w * (v_[i + 1] - v_[i]));
     }
-    if (upper == n && t == t_.back()) return space_.from(v_.back());
-    // Outside: the end point's value or the end segment's extension, whichever is larger.
-    const size_t i = upper == 0 ? 0 : n - 2, end = upper == 0 ? 0 : n - 1;
-    const double slope = (v_[i + 1] - v_[i]) / (t_[i + 1] - t_[i]);
-    return space_.from(std::max(v_[end], v_[end] + slope * (t - t_[end])));
+    if (upper == n && t == t_.back()) return y_.back();
+    const size_t end = upper == 0 ? 0 : n - 1;  // outside: clamp to the end point, scale by the trend
+    return y_[end] * trend_.ratio(x, std::span<const double>(&x_[end], 1));
   }
 
-  nlohmann::json params() const override { return {{"x", x_}, {"y", y_}}; }
+  nlohmann::json params() const override { return with_trend({{"x", x_}, {"y", y_}}, trend_); }
 
  private:
   Space space_;
   std::vector<double> x_, y_;  // as measured (y rounded)
+  Trend trend_;
   std::vector<double> t_, v_;  // in the model's space
 };
 
@@ -83,25 +128,26 @@ std::unique_ptr<Model> fit_piecewise(InterpolationScale scale, const Samples& s)
     x.push_back(k);
     y.push_back(v.first / v.second);
   }
-  return std::make_unique<Piecewise>(scale, std::move(x), std::move(y));
+  return std::make_unique<Piecewise>(scale, std::move(x), std::move(y), Trend::of(s));
 }
 
 // ----------------------------------------------------------------------------------------------- two quantities
 
 class Triangulated final : public Model {
  public:
-  Triangulated(InterpolationScale scale, std::vector<double> x0, std::vector<double> x1, std::vector<double> y)
-      : space_{scale}, x0_(std::move(x0)), x1_(std::move(x1)), y_(std::move(y)) {
+  Triangulated(InterpolationScale scale, std::vector<double> x0, std::vector<double> x1, std::vector<double> y,
+               Trend trend)
+      : space_{scale}, x0_(std::move(x0)), x1_(std::move(x1)), y_(std::move(y)), trend_(std::move(trend)) {
     for (double& v : y_) v = compact(v);
-    std::vector<std::array<double, 2>> p(y_.size());
-    for (size_t i = 0; i < y_.size(); ++i) p[i] = {space_.to(x0_[i]), space_.to(x1_[i])};
-    lo_ = hi_ = p[0];
-    for (const auto& q : p)
+    p_.resize(y_.size());
+    for (size_t i = 0; i < y_.size(); ++i) p_[i] = {space_.to(x0_[i]), space_.to(x1_[i])};
+    lo_ = hi_ = p_[0];
+    for (const auto& q : p_)
       for (int d = 0; d < 2; ++d) lo_[d] = std::min(lo_[d], q[d]), hi_[d] = std::max(hi_[d], q[d]);
     if (!(hi_[0] > lo_[0] && hi_[1] > lo_[1])) return;  // on a line: no triangle
-    for (auto& q : p)
+    for (auto& q : p_)
       for (int d = 0; d < 2; ++d) q[d] = (q[d] - lo_[d]) / (hi_[d] - lo_[d]);
-    for (const auto& t : delaunay_triangles(p)) add_triangle(p, t);
+    for (const auto& t : delaunay_triangles(p_)) add_triangle(t);
   }
 
   bool empty() const noexcept { return tris_.empty(); }
@@ -111,44 +157,52 @@ class Triangulated final : public Model {
     const double px = (space_.coordinate(x[0], lo_[0]) - lo_[0]) / (hi_[0] - lo_[0]);
     const double py = (space_.coordinate(x[1], lo_[1]) - lo_[1]) / (hi_[1] - lo_[1]);
     const Tri* best = nullptr;
-    std::array<double, 3> best_l{};
+    std::array<double, 3> l{};
     double best_min = -1e300;
     for (const Tri& t : tris_) {
-      const double dx = px - t.ax, dy = py - t.ay;
+      const double dx = px - p_[t.v[0]][0], dy = py - p_[t.v[0]][1];
       const double l1 = t.inv[0] * dx + t.inv[1] * dy, l2 = t.inv[2] * dx + t.inv[3] * dy, l0 = 1 - l1 - l2;
       const double m = std::min({l0, l1, l2});
-      if (m >= -1e-12) return space_.from(l0 * t.v[0] + l1 * t.v[1] + l2 * t.v[2]);
-      if (m > best_min) best_min = m, best = &t, best_l = {l0, l1, l2};
+      if (m >= -1e-12) return space_.from(l0 * t.value[0] + l1 * t.value[1] + l2 * t.value[2]);
+      if (m > best_min) best_min = m, best = &t, l = {l0, l1, l2};
     }
-    // Outside every triangle: the nearest triangle's plane, or its value clamped to it, whichever is larger.
-    const double extended = best_l[0] * best->v[0] + best_l[1] * best->v[1] + best_l[2] * best->v[2];
-    double sum = 0, clamped = 0;
-    for (int k = 0; k < 3; ++k) sum += std::max(0.0, best_l[k]);
-    for (int k = 0; k < 3; ++k) clamped += std::max(0.0, best_l[k]) / sum * best->v[k];
-    return space_.from(std::max(extended, clamped));
+    // Outside every triangle: the nearest triangle's value clamped to it, scaled by the trend.
+    double sum = 0;
+    for (double& w : l) sum += (w = std::max(0.0, w));
+    double value = 0, cx = 0, cy = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      value += l[k] / sum * best->value[k];
+      cx += l[k] / sum * p_[best->v[k]][0];
+      cy += l[k] / sum * p_[best->v[k]][1];
+    }
+    const double clamped[2] = {space_.from(lo_[0] + cx * (hi_[0] - lo_[0])),
+                               space_.from(lo_[1] + cy * (hi_[1] - lo_[1]))};
+    return space_.from(value) * trend_.ratio(x, clamped);
   }
 
-  nlohmann::json params() const override { return {{"x0", x0_}, {"x1", x1_}, {"y", y_}}; }
+  nlohmann::json params() const override { return with_trend({{"x0", x0_}, {"x1", x1_}, {"y", y_}}, trend_); }
 
  private:
   struct Tri {
-    double ax, ay;              // the first corner
-    std::array<double, 4> inv;  // inverse of [b - a, c - a]: barycentric coordinates of corners 2 and 3
-    std::array<double, 3> v;    // values in the model's space
+    std::array<size_t, 3> v;      // corners (indices into p_)
+    std::array<double, 4> inv;    // inverse of [b - a, c - a]: barycentric coordinates of corners 2 and 3
+    std::array<double, 3> value;  // values in the model's space
   };
 
-  void add_triangle(const std::vector<std::array<double, 2>>& p, const std::array<int, 3>& t) {
-    const auto &a = p[t[0]], &b = p[t[1]], &c = p[t[2]];
+  void add_triangle(const std::array<int, 3>& t) {
+    const std::array<size_t, 3> v{static_cast<size_t>(t[0]), static_cast<size_t>(t[1]), static_cast<size_t>(t[2])};
+    const auto &a = p_[v[0]], &b = p_[v[1]], &c = p_[v[2]];
     const double m00 = b[0] - a[0], m01 = c[0] - a[0], m10 = b[1] - a[1], m11 = c[1] - a[1];
     const double det = m00 * m11 - m01 * m10;
-    tris_.push_back({a[0],
-                     a[1],
+    tris_.push_back({v,
                      {m11 / det, -m01 / det, -m10 / det, m00 / det},
-                     {space_.to(y_[t[0]]), space_.to(y_[t[1]]), space_.to(y_[t[2]])}});
+                     {space_.to(y_[v[0]]), space_.to(y_[v[1]]), space_.to(y_[v[2]])}});
   }
 
   Space space_;
   std::vector<double> x0_, x1_, y_;
+  Trend trend_;
+  std::vector<std::array<double, 2>> p_;  // the points in the model's space, scaled to the unit square
   std::array<double, 2> lo_{}, hi_{};
   std::vector<Tri> tris_;
 };
@@ -156,7 +210,7 @@ class Triangulated final : public Model {
 std::unique_ptr<Model> fit_triangulated(InterpolationScale scale, const Samples& s) {
   std::vector<double> x0, x1;
   for (size_t i = 0; i < s.rows(); ++i) x0.push_back(s.at(i, 0)), x1.push_back(s.at(i, 1));
-  auto model = std::make_unique<Triangulated>(scale, std::move(x0), std::move(x1), s.y);
+  auto model = std::make_unique<Triangulated>(scale, std::move(x0), std::move(x1), s.y, Trend::of(s));
   if (model->empty()) return nullptr;  // collinear: no triangle
   return model;
 }
@@ -175,11 +229,12 @@ std::unique_ptr<Model> load(InterpolationScale scale, const nlohmann::json& para
   if (params.contains("x")) {
     std::vector<double> x = param_numbers(params, "x", name);
     if (x.size() == y.size() && x.size() >= 2 && std::is_sorted(x.begin(), x.end()))
-      model = std::make_unique<Piecewise>(scale, std::move(x), std::move(y));
+      model = std::make_unique<Piecewise>(scale, std::move(x), std::move(y), trend_of(params, name, 1));
   } else {
     std::vector<double> x0 = param_numbers(params, "x0", name), x1 = param_numbers(params, "x1", name);
     if (x0.size() == y.size() && x1.size() == y.size() && y.size() >= 3) {
-      auto t = std::make_unique<Triangulated>(scale, std::move(x0), std::move(x1), std::move(y));
+      auto t =
+          std::make_unique<Triangulated>(scale, std::move(x0), std::move(x1), std::move(y), trend_of(params, name, 2));
       if (!t->empty()) model = std::move(t);
     }
   }

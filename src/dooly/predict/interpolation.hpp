@@ -7,10 +7,12 @@
 // rectilinear grid each grid line is made of triangle edges, so along a grid line it is the 1-D scheme; inside a
 // grid cell it is linear on one of the cell's two triangles (not bilinear). Scattered points need no grid.
 //
-// Outside the points (flagged by the domain, never silently): the larger of the nearest point's or edge's value
-// (clamp) and the linear extension of the nearest segment or triangle (the triangle whose smallest barycentric
-// coordinate is largest), so a cost never falls below what was measured at the boundary. Three or more free
-// quantities: not applicable (the least-squares and tree candidates take those).
+// Outside the points (flagged by the domain, never silently): clamp-and-scale. The value at the nearest point of the
+// region (the end point in 1-D; in 2-D the nearest triangle's point closest to the query, the triangle whose
+// smallest barycentric coordinate is largest) times the ratio of a trend between the query and that point; the
+// trend is ls_linear's fit of all the points (non-negative, relative error), so the extension follows the measured
+// growth without trusting one end segment's slope. Three or more free quantities: not applicable (the
+// least-squares and tree candidates take those).
 #include <array>
 #include <memory>
 #include <span>
