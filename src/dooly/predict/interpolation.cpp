@@ -160,7 +160,7 @@ class Triangulated final : public Model {
     std::array<double, 3> l{};
     double best_min = -1e300;
     for (const Tri& t : tris_) {
-      const double dx = px - p_[t.v[0]][0], dy = py - p_[t.v[0]][1];
+      const double dx = px - t.ax, dy = py - t.ay;
       const double l1 = t.inv[0] * dx + t.inv[1] * dy, l2 = t.inv[2] * dx + t.inv[3] * dy, l0 = 1 - l1 - l2;
       const double m = std::min({l0, l1, l2});
       if (m >= -1e-12) return space_.from(l0 * t.value[0] + l1 * t.value[1] + l2 * t.value[2]);
@@ -184,6 +184,7 @@ class Triangulated final : public Model {
 
  private:
   struct Tri {
+    double ax, ay;                // the first corner (read for every query: kept here, not behind p_)
     std::array<size_t, 3> v;      // corners (indices into p_)
     std::array<double, 4> inv;    // inverse of [b - a, c - a]: barycentric coordinates of corners 2 and 3
     std::array<double, 3> value;  // values in the model's space
@@ -194,7 +195,9 @@ class Triangulated final : public Model {
     const auto &a = p_[v[0]], &b = p_[v[1]], &c = p_[v[2]];
     const double m00 = b[0] - a[0], m01 = c[0] - a[0], m10 = b[1] - a[1], m11 = c[1] - a[1];
     const double det = m00 * m11 - m01 * m10;
-    tris_.push_back({v,
+    tris_.push_back({a[0],
+                     a[1],
+                     v,
                      {m11 / det, -m01 / det, -m10 / det, m00 / det},
                      {space_.to(y_[v[0]]), space_.to(y_[v[1]]), space_.to(y_[v[2]])}});
   }

@@ -66,16 +66,19 @@ QuantityBinder::QuantityBinder(const std::vector<std::string>& names) {
   }
 }
 
-void QuantityBinder::bind(const plan::Composition& c, int64_t* values) const noexcept {
+QuantityBinder::Shape QuantityBinder::bind(const plan::Composition& c, int64_t* values) const noexcept {
   int64_t tokens = 0, max_q = 0, prefill = 0, decodes = 0;
+  Shape shape;
   for (const plan::RequestSlice& r : c.requests) {
     tokens += r.new_tokens;
     max_q = std::max(max_q, r.new_tokens);
+    shape.any_context = shape.any_context || r.context > 0;
     if (r.new_tokens == 1 && r.context > 0)
       ++decodes;
     else
       prefill += r.new_tokens;
   }
+  shape.all_decode = !c.requests.empty() && decodes == c.num_requests();
   for (size_t i = 0; i < rules_.size(); ++i) {
     const Rule& rule = rules_[i];
     int64_t v = 0;
@@ -114,6 +117,7 @@ void QuantityBinder::bind(const plan::Composition& c, int64_t* values) const noe
     }
     values[i] = v;
   }
+  return shape;
 }
 
 }  // namespace dooly::predict

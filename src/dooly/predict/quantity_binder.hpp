@@ -22,9 +22,14 @@ class QuantityBinder {
   static std::optional<int64_t> value(const plan::Composition& c, const std::string& name);
 
   size_t size() const noexcept { return rules_.size(); }
+  // What the same pass sees of the step's kind.
+  struct Shape {
+    bool any_context = false;  // some request has cached context
+    bool all_decode = false;   // every request adds one token to cached context (and there is one)
+  };
   // values[i] = the value of names[i] (0 for a name the composition does not define). No allocation for names
   // with a rule.
-  void bind(const plan::Composition& c, int64_t* values) const noexcept;
+  Shape bind(const plan::Composition& c, int64_t* values) const noexcept;
 
  private:
   enum class Kind : uint8_t { tokens, requests, kv_sum, max_q, kv_max, prefill_tokens, decode_requests, other };

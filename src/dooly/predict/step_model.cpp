@@ -337,7 +337,7 @@ StepKind StepModel::phase_taken(StepKind kind) const noexcept {
   return mixed || !prefill ? StepKind::mixed : StepKind::prefill;
 }
 
-void StepModel::bind(const plan::Composition& c, int64_t* values) const noexcept { binder_.bind(c, values); }
+void StepModel::bind(const plan::Composition& c, int64_t* values) const noexcept { (void)binder_.bind(c, values); }
 
 Prediction StepModel::evaluate(const Predictor& p, const std::array<uint8_t, max_quantities>& slot,
                                const int64_t* values) const noexcept {
@@ -349,13 +349,13 @@ Prediction StepModel::evaluate(const Predictor& p, const std::array<uint8_t, max
 
 StepCost StepModel::predict(const plan::Composition& c) const noexcept {
   StepCost out;
-  out.kind = step_kind(c);
   if (c.requests.empty()) return out;
+  int64_t values[kMaxSlots];
+  const QuantityBinder::Shape shape = binder_.bind(c, values);  // one pass: quantities and the step's kind
+  out.kind = !shape.any_context ? StepKind::prefill : shape.all_decode ? StepKind::decode : StepKind::mixed;
   const PhaseTerms& phase = phase_for(out.kind);
   const StepKind taken = phase_taken(out.kind);
   const bool fallback = taken != out.kind && !(out.kind == StepKind::decode && taken == StepKind::mixed);
-  int64_t values[kMaxSlots];
-  bind(c, values);
   for (const Group& g : phase.groups) {
     if (!g.table_s.empty()) {
       const int64_t v = g.slots.empty() ? 0 : values[g.slots[0]];
