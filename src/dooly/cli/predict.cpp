@@ -158,12 +158,12 @@ void run_step(const StepArgs& a) {
   o.cuda_graphs = a.graphs == "on";
   const predict::StepModel m = predict::StepModel::load(db, o);
   const predict::StepBreakdown b = m.explain(composition);
-  print(
-      fmt::format("{} under {} (trace provenance {}), measured under provenance {}; step {} ({}, {} requests, {} "
-                  "tokens)\n",
-                  m.model_name(), m.attention_backend(), m.trace_provenance_id(), m.measurement_provenance_id(),
-                  predict::format_composition(composition), predict::to_string(b.total.kind),
-                  composition.num_requests(), composition.num_tokens()));
+  print(fmt::format(
+      "{} under {} (trace provenance {}), measured under provenance {}; step {} ({}, {} request{}, {} "
+      "token{})\n",
+      m.model_name(), m.attention_backend(), m.trace_provenance_id(), m.measurement_provenance_id(),
+      predict::format_composition(composition), predict::to_string(b.total.kind), composition.num_requests(),
+      composition.num_requests() == 1 ? "" : "s", composition.num_tokens(), composition.num_tokens() == 1 ? "" : "s"));
   const std::string host =
       m.has_host_cost() ? fmt::format("host {:.3f} ms (engine, CUDA graphs {}, provenance {})", b.total.host_s * 1e3,
                                       m.host_cuda_graphs() ? "on" : "off", m.host_provenance_id())

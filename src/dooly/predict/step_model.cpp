@@ -347,6 +347,27 @@ Prediction StepModel::evaluate(const Predictor& p, const std::array<uint8_t, max
   return p.predict(std::span<const double>(x, dims));
 }
 
+// A group's sum at the step's values: from its table when the value is in it, else term by term.
+void StepModel::add_group(const PhaseTerms& phase, const Group& g, const int64_t* values,
+                          StepCost& out) const noexcept {
+  if (!g.table_s.empty()) {
+    const int64_t v = g.slots.empty() ? 0 : values[g.slots[0]];
+    if (v >= 0 && v < static_cast<int64_t>(g.table_s.size())) {
+      out.device_s += g.table_s[static_cast<size_t>(v)];
+      out.energy_j += g.table_j[static_cast<size_t>(v)];
+      out.extrapolated_terms += g.table_outside[static_cast<size_t>(v)];
+      return;
+    }
+  }
+  for (size_t t : g.terms) {
+    const Term& term = phase.terms[t];
+    const Prediction s = evaluate(predictors_[term.latency], term.slot, values);
+    out.device_s += term.count * s.value;
+    if (term.energy) out.energy_j += term.count * evaluate(predictors_[*term.energy], term.slot, values).value;
+    out.extrapolated_terms += s.outside ? 1 : 0;
+  }
+}
+
 StepCost StepModel::predict(const plan::Composition& c) const noexcept {
   StepCost out;
   if (c.requests.empty()) return out;
@@ -356,24 +377,7 @@ StepCost StepModel::predict(const plan::Composition& c) const noexcept {
   const PhaseTerms& phase = phase_for(out.kind);
   const StepKind taken = phase_taken(out.kind);
   const bool fallback = taken != out.kind && !(out.kind == StepKind::decode && taken == StepKind::mixed);
-  for (const Group& g : phase.groups) {
-    if (!g.table_s.empty()) {
-      const int64_t v = g.slots.empty() ? 0 : values[g.slots[0]];
-      if (v >= 0 && v < static_cast<int64_t>(g.table_s.size())) {
-        out.device_s += g.table_s[static_cast<size_t>(v)];
-        out.energy_j += g.table_j[static_cast<size_t>(v)];
-        out.extrapolated_terms += g.table_outside[static_cast<size_t>(v)];
-        continue;
-      }
-    }
-    for (size_t t : g.terms) {
-      const Term& term = phase.terms[t];
-      const Prediction s = evaluate(predictors_[term.latency], term.slot, values);
-      out.device_s += term.count * s.value;
-      if (term.energy) out.energy_j += term.count * evaluate(predictors_[*term.energy], term.slot, values).value;
-      out.extrapolated_terms += s.outside ? 1 : 0;
-    }
-  }
+  for (const Group& g : phase.groups) add_group(phase, g, values, out);
   if (fallback) out.extrapolated_terms = static_cast<int>(phase.terms.size());
   if (host_) {
     const Prediction h = evaluate(*host_, host_slot_, values);

@@ -148,6 +148,7 @@ class StepModel {
                       const int64_t* values) const noexcept;
   void build_groups();
   void fill_table(const PhaseTerms& phase, Group& g) const;
+  void add_group(const PhaseTerms& phase, const Group& g, const int64_t* values, StepCost& out) const noexcept;
 
   std::string model_name_;
   std::string backend_;
