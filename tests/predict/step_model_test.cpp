@@ -47,7 +47,8 @@ TEST_F(StepModelTest, StepKinds) {
   EXPECT_EQ(step_kind(parse_composition("3x1@100")), StepKind::decode);
   EXPECT_EQ(step_kind(parse_composition("64,3x1@100")), StepKind::mixed);
   EXPECT_EQ(step_kind(parse_composition("64@100")), StepKind::mixed);  // a chunk over cached context
-  const StepModel m = StepModel::load(db, tiny());  // its fast path finds the kind in its own pass
+  // The fast path finds the kind in its own pass over the requests.
+  const StepModel m = StepModel::load(db, tiny());
   for (const char* text : {"300,150", "1", "3x1@100", "64,3x1@100", "64@100", "2@0,1@5", "1@1"})
     EXPECT_EQ(m.predict(parse_composition(text)).kind, step_kind(parse_composition(text))) << text;
 }
