@@ -228,6 +228,27 @@ TEST_F(MergeTest, MergingTheSameShardTwiceAddsNothing) {
   EXPECT_EQ(after.resolutions, before.resolutions);
 }
 
+// Predictors are derived from the measurements (keyed by the hash of their points): a merge leaves them behind,
+// and the next fit of INTO fits what the merged points need.
+TEST_F(MergeTest, PredictorsAreNotMerged) {
+  const std::string a = shard_a(dir);
+  {
+    Store shard = Store::open(a);
+    PredictorRecord p;
+    p.signature_id = shard.find_signature(hex(1))->id;
+    p.provenance_id = shard.provenances()[0].id;
+    p.model = "constant";
+    p.params_json = R"({"domain":{},"model":{"value":1e-5}})";
+    p.points = 2;
+    p.data_sha256 = std::string(64, 'd');
+    p.code_version = "dooly-predict v1";
+    shard.upsert_predictor(p);
+  }
+  merge_store(into, a);
+  EXPECT_EQ(into.summary().measurements, 3);
+  EXPECT_EQ(into.summary().predictors, 0);
+}
+
 TEST_F(MergeTest, RepeatedRowsWithinOneShardAreAllKept) {
   // Two rows of one shard that agree in the duplicate key are two measurements: only rows `into` held before the
   // merge count as already present.

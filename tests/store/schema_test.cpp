@@ -202,6 +202,33 @@ INSERT INTO measurements VALUES (31, 4, 12, '{"NUM_TOKS":64}', 'ok', '', 64, 1, 
 INSERT INTO resolutions VALUES (4, 12, 4, 0, 'runs', '[]', 1710000301);
 )sql";
 
+// The v4 migration exactly as dooly released it: v1 + v2 + v3 + this = a file written by the v4 release
+// (data/profile/h200.sqlite of 2026-12-03 was one).
+constexpr std::string_view frozen_v4_script = R"sql(
+CREATE TABLE signatures_v4 (
+  id                INTEGER PRIMARY KEY,
+  hash              TEXT    NOT NULL UNIQUE,
+  name              TEXT    NOT NULL,
+  kind              TEXT    NOT NULL CHECK (kind IN ('op', 'module', 'engine')),
+  canonical_json    TEXT    NOT NULL,
+  metadata_json     TEXT    NOT NULL DEFAULT '{}',
+  created_at_unix_s INTEGER NOT NULL
+) STRICT;
+INSERT INTO signatures_v4 (id, hash, name, kind, canonical_json, metadata_json, created_at_unix_s)
+  SELECT id, hash, name, kind, canonical_json, metadata_json, created_at_unix_s FROM signatures;
+DROP TABLE signatures;
+ALTER TABLE signatures_v4 RENAME TO signatures;
+PRAGMA user_version = 4;
+)sql";
+
+// Rows a v4 release would have written on top of the v3 ones: an engine signature and one of its steps.
+constexpr std::string_view v4_rows = R"sql(
+INSERT INTO signatures VALUES (9, 'ee55', 'hf-continuous-batching', 'engine', '{"kind":"engine"}', '{}', 1710000400);
+INSERT INTO measurements VALUES (41, 9, 12, '{"DECODE_REQS":0,"NUM_REQS":1,"NUM_TOKS":16,"PREFILL_TOKS":16}', 'ok', '',
+                                 16, 1, 16, 0, 0, 1, 2, 0.025, 0.025, 0.024, 0.026, 0.001, NULL, NULL, NULL, NULL,
+                                 1710000401, '{"kind":"prefill"}');
+)sql";
+
 std::string create_v2_file(const TempDir& dir) {
   const std::string path = dir.file("v2.sqlite");
   Database db(path, OpenMode::read_write, 1000ms);
@@ -221,6 +248,20 @@ std::string create_v3_file(const TempDir& dir) {
   db.execute(v2_rows);
   db.execute(frozen_v3_script);
   db.execute(v3_rows);
+  return path;
+}
+
+std::string create_v4_file(const TempDir& dir) {
+  const std::string path = dir.file("v4.sqlite");
+  Database db(path, OpenMode::read_write, 1000ms);
+  db.execute("PRAGMA journal_mode = WAL");
+  db.execute(frozen_v1_ddl);
+  db.execute(frozen_v2_script);
+  db.execute(v2_rows);
+  db.execute(frozen_v3_script);
+  db.execute(v3_rows);
+  db.execute(frozen_v4_script);
+  db.execute(v4_rows);
   return path;
 }
 
@@ -266,9 +307,9 @@ StoreError expect_store_error(F&& f) {
 
 TEST(Schema, MigrationsAreNumberedInOrder) {
   const auto all = migrations();
-  ASSERT_EQ(all.size(), 4u);
+  ASSERT_EQ(all.size(), 5u);
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].to_version, static_cast<int>(i + 1));
-  EXPECT_EQ(current_schema_version(), 4);
+  EXPECT_EQ(current_schema_version(), 5);
 }
 
 TEST(Schema, NewFileIsCurrentWalAndMarked) {
@@ -278,7 +319,7 @@ TEST(Schema, NewFileIsCurrentWalAndMarked) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 0);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 5);
     EXPECT_EQ(db.query_int64("PRAGMA application_id"), application_id);
     EXPECT_EQ(db.query_text("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
@@ -295,9 +336,13 @@ TEST(Schema, NewFileIsCurrentWalAndMarked) {
     EXPECT_EQ(columns(db, "resolutions"),
               (std::vector<std::string>{"signature_id", "provenance_id", "unit_signature_id", "level", "status",
                                         "attempts_json", "resolved_at_unix_s"}));
+    EXPECT_EQ(columns(db, "predictors"),
+              (std::vector<std::string>{"id", "signature_id", "provenance_id", "target", "model", "params_json",
+                                        "held_out_mape", "points", "data_sha256", "grid_sha256", "code_version",
+                                        "evaluation_json", "fitted_at_unix_s"}));
   }
   Store again = Store::open(path);  // reopening a current file changes nothing
-  EXPECT_EQ(again.schema_version_at_open(), 4);
+  EXPECT_EQ(again.schema_version_at_open(), 5);
 }
 
 TEST(Schema, MigratesV1KeepingEveryRow) {
@@ -307,7 +352,7 @@ TEST(Schema, MigratesV1KeepingEveryRow) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 1);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 5);
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
 
@@ -377,7 +422,7 @@ TEST(Schema, MigratesV3KeepingEveryRowAndTakesEngineSignatures) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 3);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 5);
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
     const auto linear = store.find_signature("cc33");
@@ -400,6 +445,56 @@ TEST(Schema, MigratesV3KeepingEveryRowAndTakesEngineSignatures) {
   EXPECT_EQ(schema_sql(path), schema_sql(dir.file("fresh.sqlite")));
 }
 
+// v4 -> v5 adds the predictors table: every earlier row stays as it was, a predictor can be stored and read back,
+// and its table checks its references and values.
+TEST(Schema, MigratesV4KeepingEveryRowAndTakesPredictors) {
+  TempDir dir;
+  const std::string path = create_v4_file(dir);
+  {
+    Store store = Store::open(path);
+    EXPECT_EQ(store.schema_version_at_open(), 4);
+    Database& db = store.database();
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 5);
+    EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
+    EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    const Summary summary = store.summary();
+    EXPECT_EQ(summary.signatures, 3);
+    EXPECT_EQ(summary.measurements, 4);
+    EXPECT_EQ(summary.resolutions, 1);
+    EXPECT_EQ(summary.predictors, 0);
+    EXPECT_EQ(store.find_signature("ee55")->kind, SignatureKind::engine);
+    const auto steps = store.measurements_for(9, 12);
+    ASSERT_EQ(steps.size(), 1u);
+    EXPECT_EQ(steps[0].id, 41);
+    EXPECT_EQ(steps[0].latency_mean_s, 0.025);
+    EXPECT_EQ(store.measurements_for(4, 12).size(), 2u);
+
+    PredictorRecord p;
+    p.signature_id = 9;
+    p.provenance_id = 12;
+    p.target = PredictorTarget::latency_s;
+    p.model = "constant";
+    p.params_json = R"({"value": 0.025})";
+    p.points = 1;
+    p.data_sha256 = std::string(64, 'a');
+    p.code_version = "test";
+    store.upsert_predictor(p);
+    const auto back = store.predictor(9, 12, PredictorTarget::latency_s);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->params_json, R"({"value":0.025})");
+    EXPECT_FALSE(back->held_out_mape);
+    EXPECT_GT(back->fitted_at_unix_s, 0);
+    EXPECT_FALSE(store.predictor(9, 12, PredictorTarget::energy_j));
+    EXPECT_EQ(store.summary().predictors, 1);
+    p.signature_id = 99;  // no such signature
+    EXPECT_THROW(store.upsert_predictor(p), StoreError);
+    EXPECT_THROW(db.execute("UPDATE predictors SET points = 0"), StoreError);
+    EXPECT_THROW(db.execute("UPDATE predictors SET target = 'power_w'"), StoreError);
+  }
+  Store::open(dir.file("fresh.sqlite"));
+  EXPECT_EQ(schema_sql(path), schema_sql(dir.file("fresh.sqlite")));
+}
+
 TEST(Schema, MigratesV2KeepingEveryRow) {
   TempDir dir;
   const std::string path = create_v2_file(dir);
@@ -407,7 +502,7 @@ TEST(Schema, MigratesV2KeepingEveryRow) {
     Store store = Store::open(path);
     EXPECT_EQ(store.schema_version_at_open(), 2);
     Database& db = store.database();
-    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 4);
+    EXPECT_EQ(db.query_int64("PRAGMA user_version"), 5);
     EXPECT_EQ(db.query_int64("PRAGMA foreign_keys"), 1);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM pragma_foreign_key_check"), 0);
     EXPECT_EQ(db.query_int64("SELECT count(*) FROM resolutions"), 0);
@@ -486,7 +581,7 @@ TEST(Schema, ReadOnlyOpenOfAnOlderFileAsksForAReadWriteOpen) {
   TempDir dir;
   const std::string path = create_v1_file(dir);
   const StoreError e = expect_store_error([&] { Store::open(path, Store::Mode::read_only); });
-  EXPECT_NE(std::string(e.what()).find("schema version 1 is older than this dooly's schema version 4"),
+  EXPECT_NE(std::string(e.what()).find("schema version 1 is older than this dooly's schema version 5"),
             std::string::npos)
       << e.what();
   EXPECT_NE(e.fix().find("read-write"), std::string::npos) << e.fix();
@@ -498,17 +593,17 @@ TEST(Schema, FileFromTheFutureIsRefused) {
   TempDir dir;
   const std::string path = dir.file("future.sqlite");
   Store::open(path);
-  set_user_version(path, 5);
+  set_user_version(path, 6);
   for (Store::Mode mode : {Store::Mode::read_write, Store::Mode::read_only}) {
     const StoreError e = expect_store_error([&] { Store::open(path, mode); });
     EXPECT_EQ(
         std::string(e.what()),
-        fmt::format("store {}: schema version 5 is newer than this dooly understands (schema version 4) — "
+        fmt::format("store {}: schema version 6 is newer than this dooly understands (schema version 5) — "
                     "upgrade dooly to a release that writes this schema version; never downgrade a store in place",
                     path));
   }
   Database db(path, OpenMode::read_only, 1000ms);
-  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 5);
+  EXPECT_EQ(db.query_int64("PRAGMA user_version"), 6);
 }
 
 TEST(Schema, ForeignSqliteFileIsRefused) {

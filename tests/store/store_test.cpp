@@ -573,6 +573,74 @@ TEST_F(OccurrenceTest, ResolutionArgumentsAreChecked) {
   EXPECT_EQ(store.summary().resolutions, 0);
 }
 
+// Schema v5: one predictor per (signature, provenance, target), replaced in place, its fields checked.
+TEST_F(OccurrenceTest, PredictorRoundTripReplaceAndChecks) {
+  PredictorRecord p;
+  p.signature_id = sig[0];
+  p.provenance_id = gpu;
+  p.target = PredictorTarget::energy_j;
+  p.model = "interp_loglog";
+  p.params_json = R"({"model": {"x": [1, 2], "y": [0.5, 1.0]}, "domain": {}})";
+  p.held_out_mape = 0.031;
+  p.points = 2;
+  p.data_sha256 = std::string(64, 'c');
+  p.grid_sha256 = "g1,g2";
+  p.code_version = "dooly-predict v1";
+  p.evaluation_json = R"({"basis": "all"})";
+  p.fitted_at_unix_s = 1'790'000'000;
+  store.upsert_predictor(p);
+  auto got = store.predictor(sig[0], gpu, PredictorTarget::energy_j);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->model, "interp_loglog");
+  EXPECT_EQ(got->params_json, R"({"domain":{},"model":{"x":[1,2],"y":[0.5,1.0]}})");  // normalized
+  EXPECT_EQ(got->held_out_mape, 0.031);
+  EXPECT_EQ(got->points, 2);
+  EXPECT_EQ(got->data_sha256, std::string(64, 'c'));
+  EXPECT_EQ(got->grid_sha256, "g1,g2");
+  EXPECT_EQ(got->code_version, "dooly-predict v1");
+  EXPECT_EQ(got->evaluation_json, R"({"basis":"all"})");
+  EXPECT_EQ(got->fitted_at_unix_s, 1'790'000'000);
+  EXPECT_FALSE(store.predictor(sig[0], gpu, PredictorTarget::latency_s));
+  EXPECT_FALSE(store.predictor(sig[0], cpu, PredictorTarget::energy_j));
+
+  p.model = "constant";
+  p.held_out_mape.reset();
+  store.upsert_predictor(p);  // replaced
+  p.target = PredictorTarget::latency_s;
+  store.upsert_predictor(p);
+  p.signature_id = sig[1];
+  store.upsert_predictor(p);
+  const auto all = store.predictors(gpu);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].target, PredictorTarget::energy_j);  // by signature, then target name
+  EXPECT_EQ(all[0].model, "constant");
+  EXPECT_FALSE(all[0].held_out_mape);
+  EXPECT_EQ(all[1].target, PredictorTarget::latency_s);
+  EXPECT_EQ(all[2].signature_id, sig[1]);
+  EXPECT_EQ(store.summary().predictors, 3);
+  store.delete_predictor(sig[1], gpu, PredictorTarget::latency_s);
+  EXPECT_EQ(store.summary().predictors, 2);
+
+  for (auto spoil : std::vector<void (*)(PredictorRecord&)>{
+           [](PredictorRecord& q) { q.model = ""; },
+           [](PredictorRecord& q) { q.points = 0; },
+           [](PredictorRecord& q) { q.held_out_mape = -0.1; },
+           [](PredictorRecord& q) { q.data_sha256 = "abc"; },
+           [](PredictorRecord& q) { q.code_version = ""; },
+           [](PredictorRecord& q) { q.params_json = "[1]"; },
+           [](PredictorRecord& q) { q.evaluation_json = "not json"; },
+           [](PredictorRecord& q) { q.signature_id = 0; },
+       }) {
+    PredictorRecord q = p;
+    spoil(q);
+    EXPECT_THROW(store.upsert_predictor(q), InputError);
+  }
+  PredictorRecord q = p;
+  q.signature_id = 9999;  // not a signature
+  EXPECT_THROW(store.upsert_predictor(q), StoreError);
+  EXPECT_EQ(store.summary().predictors, 2);
+}
+
 TEST_F(OccurrenceTest, ProvenancesWithOccurrences) {
   EXPECT_TRUE(store.provenances_with_occurrences().empty());
   store.add_occurrences(llama, cpu, sig[0], Phase::prefill, 1);
@@ -643,7 +711,7 @@ TEST_F(OccurrenceTest, DataSurvivesReopeningAndReadOnlyCannotWrite) {
   Store reader = Store::open(dir.file("dooly.sqlite"), Store::Mode::read_only);
   EXPECT_EQ(reader.mode(), Store::Mode::read_only);
   const Summary after = reader.summary();
-  EXPECT_EQ(after.schema_version, 4);
+  EXPECT_EQ(after.schema_version, 5);
   EXPECT_EQ(after.signatures, before.signatures);
   EXPECT_EQ(after.models, 2);
   EXPECT_EQ(after.provenances, 2);

@@ -165,10 +165,10 @@ TEST(StoreThreads, ConcurrentFirstOpensMigrateOnce) {
   for (auto& t : threads) t.join();
   for (int i = 0; i < openers; ++i) EXPECT_EQ(failures[i], "") << "opener " << i;
   EXPECT_EQ(std::count(found.begin(), found.end(), 0), 1) << "exactly one opener creates the schema";
-  EXPECT_EQ(std::count(found.begin(), found.end(), 4), openers - 1);
+  EXPECT_EQ(std::count(found.begin(), found.end(), 5), openers - 1);
   Store store = Store::open(path, Store::Mode::read_only);
-  EXPECT_EQ(store.database().query_int64("PRAGMA user_version"), 4);
-  EXPECT_EQ(store.database().query_int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 6);
+  EXPECT_EQ(store.database().query_int64("PRAGMA user_version"), 5);
+  EXPECT_EQ(store.database().query_int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 7);
 }
 
 }  // namespace

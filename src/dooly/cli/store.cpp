@@ -73,6 +73,7 @@ void run_info(const std::string& path) {
                     by_status(s, MeasurementStatus::ok), by_status(s, MeasurementStatus::failed),
                     by_status(s, MeasurementStatus::oom), by_status(s, MeasurementStatus::timeout)));
   print(fmt::format("{:<16} {:>9}\n", "resolutions", s.resolutions));
+  print(fmt::format("{:<16} {:>9}\n", "predictors", s.predictors));
 }
 
 void setup_store(CLI::App& app) {

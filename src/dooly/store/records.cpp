@@ -10,6 +10,7 @@ constexpr std::array<std::string_view, 3> kSignatureKinds{"op", "module", "engin
 constexpr std::array<std::string_view, 3> kPhases{"prefill", "decode", "mixed"};
 constexpr std::array<std::string_view, measurement_status_count> kMeasurementStatuses{"ok", "failed", "oom", "timeout"};
 constexpr std::array<std::string_view, 3> kResolutionStatuses{"runs", "absorbed", "unrunnable"};
+constexpr std::array<std::string_view, 2> kPredictorTargets{"latency_s", "energy_j"};
 
 template <typename E, size_t N>
 std::string_view word(const std::array<std::string_view, N>& words, E e) noexcept {
@@ -30,6 +31,7 @@ std::string_view to_string(SignatureKind kind) noexcept { return word(kSignature
 std::string_view to_string(Phase phase) noexcept { return word(kPhases, phase); }
 std::string_view to_string(MeasurementStatus status) noexcept { return word(kMeasurementStatuses, status); }
 std::string_view to_string(ResolutionStatus status) noexcept { return word(kResolutionStatuses, status); }
+std::string_view to_string(PredictorTarget target) noexcept { return word(kPredictorTargets, target); }
 
 std::optional<SignatureKind> parse_signature_kind(std::string_view text) noexcept {
   return parse<SignatureKind>(kSignatureKinds, text);
@@ -40,6 +42,9 @@ std::optional<MeasurementStatus> parse_measurement_status(std::string_view text)
 }
 std::optional<ResolutionStatus> parse_resolution_status(std::string_view text) noexcept {
   return parse<ResolutionStatus>(kResolutionStatuses, text);
+}
+std::optional<PredictorTarget> parse_predictor_target(std::string_view text) noexcept {
+  return parse<PredictorTarget>(kPredictorTargets, text);
 }
 
 }  // namespace dooly::store

@@ -22,15 +22,19 @@ inline constexpr size_t measurement_status_count = 4;
 // `absorbed` (a module `level` steps up runs and its measurement covers this signature), `unrunnable` (no level
 // could be run: no unit).
 enum class ResolutionStatus { runs, absorbed, unrunnable };
+// What a predictor predicts per call of its signature (schema v5): seconds of latency or joules of energy.
+enum class PredictorTarget { latency_s, energy_j };
 
 std::string_view to_string(SignatureKind kind) noexcept;
 std::string_view to_string(Phase phase) noexcept;
 std::string_view to_string(MeasurementStatus status) noexcept;
 std::string_view to_string(ResolutionStatus status) noexcept;
+std::string_view to_string(PredictorTarget target) noexcept;
 std::optional<SignatureKind> parse_signature_kind(std::string_view text) noexcept;
 std::optional<Phase> parse_phase(std::string_view text) noexcept;
 std::optional<MeasurementStatus> parse_measurement_status(std::string_view text) noexcept;
 std::optional<ResolutionStatus> parse_resolution_status(std::string_view text) noexcept;
+std::optional<PredictorTarget> parse_predictor_target(std::string_view text) noexcept;
 
 struct Signature {
   int64_t id = 0;
@@ -138,6 +142,23 @@ struct Resolution {
   int64_t resolved_at_unix_s = 0;  // 0 on set_resolution: now
 };
 
+// A fitted predictor of one signature under one measurement context (schema v5; dooly::predict writes them). What
+// the JSON fields hold is dooly::predict's business; the store checks that they are JSON objects.
+struct PredictorRecord {
+  int64_t signature_id = 0;
+  int64_t provenance_id = 0;
+  PredictorTarget target = PredictorTarget::latency_s;
+  std::string model;                    // the chosen candidate, e.g. "interp_loglog"
+  std::string params_json = "{}";       // its parameters (a JSON object)
+  std::optional<double> held_out_mape;  // absent when there was nothing to hold out (a single point)
+  int64_t points = 0;                   // measured points it was fitted to (>= 1)
+  std::string data_sha256;              // SHA-256 of those points (lowercase hex): unchanged -> no refit
+  std::string grid_sha256;              // the grid file(s) the points came from, '' when not recorded
+  std::string code_version;             // what produced it (a new version refits)
+  std::string evaluation_json = "{}";   // held-out errors in detail (a JSON object)
+  int64_t fitted_at_unix_s = 0;         // 0 on upsert: now
+};
+
 // Row counts, all taken from one snapshot of the file.
 struct Summary {
   int schema_version = 0;
@@ -150,6 +171,7 @@ struct Summary {
   // measurements_by_status[static_cast<size_t>(MeasurementStatus::oom)], ...; they sum to measurements.
   std::array<int64_t, measurement_status_count> measurements_by_status{};
   int64_t resolutions = 0;
+  int64_t predictors = 0;
 };
 
 }  // namespace dooly::store

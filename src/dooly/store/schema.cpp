@@ -188,11 +188,36 @@ DROP TABLE signatures;
 ALTER TABLE signatures_v4 RENAME TO signatures;
 )sql";
 
-constexpr std::array<Migration, 4> all_migrations{{
+// v5: part 3's predictors. One row per (signature, measurement context, target): the model chosen by held-out
+// error, its parameters, and the hash of the points it was fitted to, so a fit on unchanged data writes nothing
+// (src/dooly/predict/, docs/predict.md). Derived data: a merge does not copy it, a later fit recomputes it. A rowid
+// table (not WITHOUT ROWID): a row's parameters can be a few kilobytes.
+constexpr std::string_view v5_script = R"sql(
+CREATE TABLE predictors (
+  id               INTEGER PRIMARY KEY,
+  signature_id     INTEGER NOT NULL REFERENCES signatures (id),
+  provenance_id    INTEGER NOT NULL REFERENCES provenance (id),
+  target           TEXT    NOT NULL CHECK (target IN ('latency_s', 'energy_j')),
+  model            TEXT    NOT NULL CHECK (model <> ''),
+  params_json      TEXT    NOT NULL,
+  held_out_mape    REAL    CHECK (held_out_mape IS NULL OR held_out_mape >= 0),
+  points           INTEGER NOT NULL CHECK (points >= 1),
+  data_sha256      TEXT    NOT NULL,
+  grid_sha256      TEXT    NOT NULL DEFAULT '',
+  code_version     TEXT    NOT NULL,
+  evaluation_json  TEXT    NOT NULL DEFAULT '{}',
+  fitted_at_unix_s INTEGER NOT NULL,
+  UNIQUE (signature_id, provenance_id, target)
+) STRICT;
+CREATE INDEX predictors_by_provenance ON predictors (provenance_id);
+)sql";
+
+constexpr std::array<Migration, 5> all_migrations{{
     {1, "signatures, models, provenance, model_signatures, measurements", v1_script},
     {2, "provenance: add engine_version, kv_cache_dtype, block_size (part of its identity)", v2_script},
     {3, "measurements: add point_key, status, reason, energy_hw_j; new table resolutions", v3_script},
     {4, "signatures: kind 'engine' (the serving engine's own cost per step)", v4_script},
+    {5, "new table predictors (per signature, measurement context and target: the chosen model)", v5_script},
 }};
 
 struct FileState {

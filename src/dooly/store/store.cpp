@@ -153,6 +153,26 @@ void check_resolution(const Resolution& r) {
                 r.unit_signature_id ? fmt::format("unit {}", *r.unit_signature_id) : std::string("no unit"));
 }
 
+void check_predictor(const PredictorRecord& p) {
+  check_id(p.signature_id, "predictor signature_id");
+  check_id(p.provenance_id, "predictor provenance_id");
+  if (p.model.empty())
+    DOOLY_THROW(InputError, "name the candidate model that was chosen", "predictor of signature {} has no model",
+                p.signature_id);
+  if (p.points < 1)
+    DOOLY_THROW(InputError, "a predictor is fitted to at least one measured point", "predictor points is {}", p.points);
+  if (p.held_out_mape && (!std::isfinite(*p.held_out_mape) || *p.held_out_mape < 0))
+    DOOLY_THROW(InputError, "a held-out error is a finite fraction >= 0 (empty when nothing was held out)",
+                "predictor held_out_mape is {}", *p.held_out_mape);
+  const bool digest =
+      p.data_sha256.size() == 64 && p.data_sha256.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!digest)
+    DOOLY_THROW(InputError, "pass the SHA-256 of the fitted points as 64 lowercase hex digits",
+                "predictor data_sha256 '{}' is not a SHA-256 digest", shorten(p.data_sha256));
+  if (p.code_version.empty())
+    DOOLY_THROW(InputError, "say which code fitted it (a new version refits)", "predictor has no code_version");
+}
+
 // Switching to WAL takes an exclusive lock and SQLite does not wait for it through the busy handler: when
 // several processes create the same store at once, all but one get SQLITE_BUSY. Retry within the timeout.
 std::string enable_wal(Database& db, std::chrono::milliseconds busy_timeout) {
@@ -282,6 +302,32 @@ Resolution read_resolution(const Database& db, const Statement& row) {
   r.attempts_json = row.column_text(5);
   r.resolved_at_unix_s = row.column_int64(6);
   return r;
+}
+
+constexpr std::string_view predictor_columns =
+    "signature_id, provenance_id, target, model, params_json, held_out_mape, points, data_sha256, grid_sha256, "
+    "code_version, evaluation_json, fitted_at_unix_s";
+
+PredictorRecord read_predictor(const Database& db, const Statement& row) {
+  PredictorRecord p;
+  p.signature_id = row.column_int64(0);
+  p.provenance_id = row.column_int64(1);
+  const std::string target = row.column_text(2);
+  if (auto parsed = parse_predictor_target(target))
+    p.target = *parsed;
+  else
+    throw StoreError(db.path(), 0, fmt::format("unknown predictor target '{}'", target),
+                     "the file was edited outside dooly");
+  p.model = row.column_text(3);
+  p.params_json = row.column_text(4);
+  p.held_out_mape = row.column_optional_double(5);
+  p.points = row.column_int64(6);
+  p.data_sha256 = row.column_text(7);
+  p.grid_sha256 = row.column_text(8);
+  p.code_version = row.column_text(9);
+  p.evaluation_json = row.column_text(10);
+  p.fitted_at_unix_s = row.column_int64(11);
+  return p;
 }
 
 }  // namespace
@@ -478,6 +524,31 @@ void Store::set_resolution(const Resolution& r) {
 
 // ----------------------------------------------------------------------------------------------------- queries
 
+void Store::upsert_predictor(const PredictorRecord& p) {
+  check_predictor(p);
+  const std::string params = checked_json(p.params_json, "predictor params_json", true);
+  const std::string evaluation = checked_json(p.evaluation_json, "predictor evaluation_json", true);
+  Statement upsert = db_->prepare(
+      "INSERT INTO predictors (signature_id, provenance_id, target, model, params_json, held_out_mape, points, "
+      "data_sha256, grid_sha256, code_version, evaluation_json, fitted_at_unix_s) VALUES (:sig, :prov, :target, "
+      ":model, :params, :mape, :points, :data, :grid, :code, :evaluation, :at) "
+      "ON CONFLICT (signature_id, provenance_id, target) DO UPDATE SET model = excluded.model, "
+      "params_json = excluded.params_json, held_out_mape = excluded.held_out_mape, points = excluded.points, "
+      "data_sha256 = excluded.data_sha256, grid_sha256 = excluded.grid_sha256, code_version = excluded.code_version, "
+      "evaluation_json = excluded.evaluation_json, fitted_at_unix_s = excluded.fitted_at_unix_s");
+  upsert.bind(":sig", p.signature_id).bind(":prov", p.provenance_id).bind(":target", to_string(p.target));
+  upsert.bind(":model", p.model).bind(":params", params).bind(":mape", p.held_out_mape).bind(":points", p.points);
+  upsert.bind(":data", p.data_sha256).bind(":grid", p.grid_sha256).bind(":code", p.code_version);
+  upsert.bind(":evaluation", evaluation).bind(":at", p.fitted_at_unix_s != 0 ? p.fitted_at_unix_s : unix_now_s());
+  upsert.run();
+}
+
+void Store::delete_predictor(int64_t signature_id, int64_t provenance_id, PredictorTarget target) {
+  Statement remove = db_->prepare("DELETE FROM predictors WHERE signature_id = ? AND provenance_id = ? AND target = ?");
+  remove.bind(1, signature_id).bind(2, provenance_id).bind(3, to_string(target));
+  remove.run();
+}
+
 std::optional<Signature> Store::find_signature(std::string_view hash) const {
   Statement select = db_->prepare(fmt::format("SELECT {} FROM signatures s WHERE s.hash = ?", signature_columns));
   select.bind(1, hash);
@@ -591,6 +662,24 @@ std::vector<Signature> Store::missing_signatures(int64_t measured_provenance_id,
   return out;
 }
 
+std::optional<PredictorRecord> Store::predictor(int64_t signature_id, int64_t provenance_id,
+                                                PredictorTarget target) const {
+  Statement select = db_->prepare(fmt::format(
+      "SELECT {} FROM predictors WHERE signature_id = ? AND provenance_id = ? AND target = ?", predictor_columns));
+  select.bind(1, signature_id).bind(2, provenance_id).bind(3, to_string(target));
+  if (!select.step()) return std::nullopt;
+  return read_predictor(*db_, select);
+}
+
+std::vector<PredictorRecord> Store::predictors(int64_t provenance_id) const {
+  Statement select = db_->prepare(fmt::format(
+      "SELECT {} FROM predictors WHERE provenance_id = ? ORDER BY signature_id, target", predictor_columns));
+  select.bind(1, provenance_id);
+  std::vector<PredictorRecord> out;
+  while (select.step()) out.push_back(read_predictor(*db_, select));
+  return out;
+}
+
 Summary Store::summary() const {
   // One statement reads one snapshot, so the counts agree with each other even while a writer commits.
   Statement select = db_->prepare(
@@ -599,7 +688,7 @@ Summary Store::summary() const {
       "(SELECT count(*) FROM measurements), (SELECT count(*) FROM resolutions), "
       "(SELECT count(*) FROM measurements WHERE status = 'ok'), (SELECT count(*) FROM measurements WHERE status = "
       "'failed'), (SELECT count(*) FROM measurements WHERE status = 'oom'), "
-      "(SELECT count(*) FROM measurements WHERE status = 'timeout')");
+      "(SELECT count(*) FROM measurements WHERE status = 'timeout'), (SELECT count(*) FROM predictors)");
   select.step();
   Summary s;
   s.schema_version = current_schema_version();
@@ -613,6 +702,7 @@ Summary Store::summary() const {
   for (MeasurementStatus status :
        {MeasurementStatus::ok, MeasurementStatus::failed, MeasurementStatus::oom, MeasurementStatus::timeout})
     s.measurements_by_status[static_cast<size_t>(status)] = select.column_int64(7 + static_cast<int>(status));
+  s.predictors = select.column_int64(11);
   return s;
 }
 

@@ -73,6 +73,11 @@ class Store {
   // Inserts or replaces the resolution of (signature_id, provenance_id). unit_signature_id is absent exactly
   // when status is unrunnable; attempts_json is a JSON array of {"unit","level","error"} objects.
   void set_resolution(const Resolution& resolution);
+  // Inserts or replaces the predictor of (signature_id, provenance_id, target) (schema v5). params_json and
+  // evaluation_json must be JSON objects (stored normalized), data_sha256 a SHA-256 digest, points >= 1.
+  void upsert_predictor(const PredictorRecord& predictor);
+  // Removes it (no-op when absent): its points are gone, e.g. all of them now lack energy.
+  void delete_predictor(int64_t signature_id, int64_t provenance_id, PredictorTarget target);
 
   // ---- queries
   std::optional<Signature> find_signature(std::string_view hash) const;
@@ -93,6 +98,9 @@ class Store {
   std::vector<Resolution> resolutions(int64_t provenance_id) const;
   // The provenances that some model's occurrences were traced under, ordered by id.
   std::vector<int64_t> provenances_with_occurrences() const;
+  std::optional<PredictorRecord> predictor(int64_t signature_id, int64_t provenance_id, PredictorTarget target) const;
+  // Every predictor under one provenance, ordered by signature id, then target name (energy_j, latency_s).
+  std::vector<PredictorRecord> predictors(int64_t provenance_id) const;
   // Signatures that occur under `provenance_id` but have no measurement (of any status) under it: what still
   // needs profiling. A signature whose points all failed is not missing; point_keys() tells which points are left.
   std::vector<Signature> missing_signatures(int64_t provenance_id) const;

@@ -1,0 +1,196 @@
+// The step model on a small store: every term summed at the step's quantities (checked against the formulas the
+// store was built from), the phase a step takes, what is missing and why, the host cost, the errors.
+#include "dooly/predict/step_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include "dooly/common/error.hpp"
+#include "dooly/predict/composition_text.hpp"
+#include "dooly/predict/fitter.hpp"
+#include "dooly/store/store.hpp"
+#include "predict/tiny_store.hpp"
+#include "support/temp_dir.hpp"
+
+namespace dooly::predict {
+namespace {
+
+using testing::TinyStore;
+
+StepModelOptions tiny(std::string attention = "paged|sdpa") {
+  StepModelOptions o;
+  o.model = "tiny-llama";
+  o.attention = std::move(attention);
+  return o;
+}
+
+double prefill_device_s(double tok) {
+  return 2 * TinyStore::linear_s(tok) + TinyStore::sdpa_prefill_s(tok) + TinyStore::mean_s();
+}
+double mixed_device_s(double tok, double kv) {
+  return 2 * TinyStore::linear_s(tok) + TinyStore::sdpa_cache_s(tok, kv) + 2 * TinyStore::index_select_s(kv) +
+         TinyStore::mean_s();
+}
+// Energy: 300 W times latency, except mean (measured without energy).
+double prefill_energy_j(double tok) { return TinyStore::power_w * (prefill_device_s(tok) - TinyStore::mean_s()); }
+
+class StepModelTest : public ::testing::Test {
+ protected:
+  StepModelTest() : db(store::Store::open(dir.file("tiny.sqlite"))), t(testing::build_tiny_store(db)) {}
+  testing::TempDir dir;
+  store::Store db;
+  TinyStore t;
+};
+
+TEST_F(StepModelTest, StepKinds) {
+  EXPECT_EQ(step_kind(parse_composition("300,150")), StepKind::prefill);
+  EXPECT_EQ(step_kind(parse_composition("1")), StepKind::prefill);  // a one-token prompt
+  EXPECT_EQ(step_kind(parse_composition("3x1@100")), StepKind::decode);
+  EXPECT_EQ(step_kind(parse_composition("64,3x1@100")), StepKind::mixed);
+  EXPECT_EQ(step_kind(parse_composition("64@100")), StepKind::mixed);  // a chunk over cached context
+  // The fast path finds the kind in its own pass over the requests.
+  const StepModel m = StepModel::load(db, tiny());
+  for (const char* text : {"300,150", "1", "3x1@100", "64,3x1@100", "64@100", "2@0,1@5", "1@1"})
+    EXPECT_EQ(m.predict(parse_composition(text)).kind, step_kind(parse_composition(text))) << text;
+}
+
+TEST_F(StepModelTest, SumsEveryTermAtTheStepsQuantities) {
+  const StepModel m = StepModel::load(db, tiny());
+  EXPECT_EQ(m.trace_provenance_id(), t.traced);
+  EXPECT_EQ(m.measurement_provenance_id(), t.measured);
+  EXPECT_EQ(m.attention_backend(), "paged|sdpa[efficient]");
+  // Prefill of 300 + 200 tokens: T = KV = 500.
+  StepCost c = m.predict(parse_composition("300,200"));
+  EXPECT_EQ(c.kind, StepKind::prefill);
+  EXPECT_NEAR(c.device_s, prefill_device_s(500), 1e-9 * prefill_device_s(500));
+  EXPECT_NEAR(c.energy_j, prefill_energy_j(500), 1e-9 * prefill_energy_j(500));
+  EXPECT_EQ(c.extrapolated_terms, 0);
+  // A mixed step: a 100-token chunk and 3 decodes at 1000 cached tokens: T = 103, KV = 100 + 3 * 1001.
+  c = m.predict(parse_composition("100,3x1@1000"));
+  EXPECT_EQ(c.kind, StepKind::mixed);
+  EXPECT_NEAR(c.device_s, mixed_device_s(103, 3103), 1e-9 * mixed_device_s(103, 3103));
+  EXPECT_EQ(c.extrapolated_terms, 0);
+  // Decodes take the mixed phase (no decode step was traced).
+  c = m.predict(parse_composition("8x1@2000"));
+  EXPECT_EQ(c.kind, StepKind::decode);
+  EXPECT_EQ(m.phase_taken(StepKind::decode), StepKind::mixed);
+  EXPECT_NEAR(c.device_s, mixed_device_s(8, 8 * 2001), 1e-9 * mixed_device_s(8, 8 * 2001));
+  EXPECT_EQ(m.predict(plan::Composition{}).device_s, 0.0);
+}
+
+TEST_F(StepModelTest, ExplainAgreesWithPredictAndSplitsByClass) {
+  const StepModel m = StepModel::load(db, tiny());
+  for (const char* text : {"300,200", "1", "4096", "100,3x1@1000", "8x1@2000", "60x1@20", "5000", "2x1@70000"}) {
+    const plan::Composition c = parse_composition(text);
+    const StepCost fast = m.predict(c);
+    const StepBreakdown b = m.explain(c);
+    double device = 0, energy = 0;
+    int outside = 0;
+    for (size_t k = 0; k < op_class_count; ++k) {
+      if (static_cast<OpClass>(k) == OpClass::engine) continue;
+      device += b.by_class[k].device_s;
+      energy += b.by_class[k].energy_j;
+      outside += b.by_class[k].extrapolated;
+    }
+    EXPECT_NEAR(device, fast.device_s, 1e-12 * fast.device_s) << text;
+    EXPECT_NEAR(energy, fast.energy_j, 1e-12 * fast.energy_j) << text;
+    EXPECT_EQ(outside + b.by_class[static_cast<size_t>(OpClass::engine)].extrapolated, fast.extrapolated_terms) << text;
+    EXPECT_EQ(b.by_class[static_cast<size_t>(OpClass::engine)].device_s, fast.host_s) << text;
+  }
+  const StepBreakdown prefill = m.explain(parse_composition("512"));
+  EXPECT_EQ(prefill.by_class[static_cast<size_t>(OpClass::attention_prefill)].terms, 1);
+  EXPECT_EQ(prefill.by_class[static_cast<size_t>(OpClass::linear)].terms, 1);
+  EXPECT_EQ(prefill.by_class[static_cast<size_t>(OpClass::norm)].terms, 1);
+  EXPECT_NEAR(prefill.by_class[static_cast<size_t>(OpClass::linear)].device_s, 2 * TinyStore::linear_s(512), 1e-15);
+  const StepBreakdown decode = m.explain(parse_composition("8x1@2000"));
+  EXPECT_EQ(decode.by_class[static_cast<size_t>(OpClass::attention_decode)].terms, 2);  // sdpa and the cache read
+  EXPECT_EQ(m.explain(parse_composition("64,8x1@2000")).by_class[static_cast<size_t>(OpClass::attention_mixed)].terms,
+            2);
+}
+
+TEST_F(StepModelTest, CountsTermsOutsideTheirMeasuredRegion) {
+  const StepModel m = StepModel::load(db, tiny());
+  EXPECT_EQ(m.predict(parse_composition("4096")).extrapolated_terms, 0);
+  // 5000 tokens: beyond linear's and prefill sdpa's range (mean has no quantity; the host cost is inside).
+  EXPECT_EQ(m.predict(parse_composition("5000")).extrapolated_terms, 2);
+  // KV 140002 beyond the cache sdpa's and index_select's range; T = 2 inside; the host cost inside.
+  EXPECT_EQ(m.predict(parse_composition("2x1@70000")).extrapolated_terms, 2);
+  // A decode batch of 60 at short context: sdpa's (T = 60, KV = 1260) lies outside its measured hull.
+  EXPECT_GE(m.predict(parse_composition("60x1@20")).extrapolated_terms, 1);
+}
+
+TEST_F(StepModelTest, ListsWhatAddsNothingAndWhy) {
+  const StepModel m = StepModel::load(db, tiny());
+  ASSERT_EQ(m.missing().size(), 2u);
+  EXPECT_EQ(m.missing()[0].name, "cat");
+  EXPECT_EQ(m.missing()[0].phase, StepKind::prefill);
+  EXPECT_EQ(m.missing()[0].reason, "unrunnable: RuntimeError: needs the rotary cache");
+  EXPECT_EQ(m.missing()[1].name, "mul");
+  EXPECT_EQ(m.missing()[1].phase, StepKind::mixed);
+  EXPECT_EQ(m.missing()[1].reason, fmt::format("not measured under provenance {}", t.measured));
+  ASSERT_EQ(m.missing_energy().size(), 2u);  // mean, in both phases
+  EXPECT_EQ(m.missing_energy()[0].name, "mean");
+}
+
+TEST_F(StepModelTest, HostCostOfTheEngineSignature) {
+  const StepModel m = StepModel::load(db, tiny());
+  ASSERT_TRUE(m.has_host_cost());
+  EXPECT_TRUE(m.host_cuda_graphs());
+  EXPECT_NEAR(m.predict(parse_composition("64,7x1@100")).host_s, TinyStore::host_s(8), 1e-9);
+  StepModelOptions off = tiny();
+  off.cuda_graphs = false;  // only graphs on was measured
+  EXPECT_FALSE(StepModel::load(db, off).has_host_cost());
+  EXPECT_TRUE(StepModel::load(db, tiny("paged|sdpa[efficient]")).has_host_cost());  // the exact backend, too
+}
+
+TEST_F(StepModelTest, UsesStoredPredictorsWhenTheirPointsAreUnchanged) {
+  EXPECT_GT(StepModel::load(db, tiny()).fitted_at_load(), 0u);  // nothing stored yet: fitted in memory
+  fit_store(db);
+  const StepModel stored = StepModel::load(db, tiny());
+  EXPECT_EQ(stored.fitted_at_load(), 0u);
+  db.insert_measurement(testing::tiny_point(t.linear, t.measured, R"({"NUM_TOKS":8192})", TinyStore::linear_s(8192)));
+  const StepModel changed = StepModel::load(db, tiny());
+  EXPECT_EQ(changed.fitted_at_load(), 2u);                                      // linear's latency and energy
+  EXPECT_EQ(changed.predict(parse_composition("6000")).extrapolated_terms, 1);  // now only prefill sdpa
+}
+
+TEST_F(StepModelTest, BadRequestsAreOneLineNamingTheFix) {
+  auto message = [&](const StepModelOptions& o) {
+    try {
+      StepModel::load(db, o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  StepModelOptions unknown = tiny();
+  unknown.model = "gpt-5";
+  EXPECT_EQ(message(unknown), fmt::format("model 'gpt-5' is not in store {} (it holds: tiny-llama) — pick a model the "
+                                          "store holds, or trace it first (`dooly trace`, `dooly signatures`)",
+                                          db.path()));
+  EXPECT_EQ(message(tiny("paged|flash_attention_2")),
+            fmt::format("model 'tiny-llama' has no trace with attention backend 'paged|flash_attention_2' in store {} "
+                        "(traced: paged|sdpa[efficient] (provenance {})) — pass one of the backends it was traced with "
+                        "as --attention",
+                        db.path(), t.traced));
+  StepModelOptions unmeasured = tiny();
+  unmeasured.measurement_provenance_id = t.traced;
+  EXPECT_EQ(message(unmeasured),
+            fmt::format("store {} holds no measurements under provenance {} — pick a provenance that holds "
+                        "measurements (`dooly store info`), or measure first",
+                        db.path(), t.traced));
+}
+
+TEST(CompositionText, ParsesAndFormats) {
+  const plan::Composition c = parse_composition("256, 8x1@1024,3@5");
+  ASSERT_EQ(c.requests.size(), 10u);
+  EXPECT_EQ(c.requests[0].new_tokens, 256);
+  EXPECT_EQ(c.requests[0].context, 0);
+  EXPECT_EQ(c.requests[5].context, 1024);
+  EXPECT_EQ(c.requests[9].new_tokens, 3);
+  EXPECT_EQ(format_composition(c), "256,8x1@1024,3@5");
+  for (const char* bad : {"", "0", "x1", "2x", "1@", "1@-3", "a", "1,,2", "0x5", "1.5"})
+    EXPECT_THROW(parse_composition(bad), InputError) << bad;
+}
+
+}  // namespace
+}  // namespace dooly::predict
