@@ -73,14 +73,22 @@ TEST(AnalyticCost, MixtureOfExpertsReadsOnlyTheExpertsReached) {
 TEST(AnalyticCost, FactoryIsHonestAboutTheStore) {
   CostSpec s = spec("hf");
   EXPECT_NE(make_cost_model(s)->describe().find("analytic"), std::string::npos);
-  s.db = "data/h200.sqlite";  // auto: a store given means the store
+  s.db = "no/such/h200.sqlite";  // auto: a store given means the store, never a silent fallback to the analytic model
+  try {
+    (void)make_cost_model(s);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no/such/h200.sqlite: cannot open"), std::string::npos) << e.what();
+  }
+  s.kind = "store";
+  s.db.clear();
   try {
     (void)make_cost_model(s);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("needs dooly::predict"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--cost analytic"), std::string::npos) << e.what();
   }
+  s.db = "no/such/h200.sqlite";
   s.kind = "analytic";
   EXPECT_NO_THROW((void)make_cost_model(s));
 }

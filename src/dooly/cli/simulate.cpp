@@ -47,7 +47,7 @@ void run_simulate(const cli::SimFlags& flags) {
   if (config.out.empty()) DOOLY_THROW(InputError, "give --out result.json", "no --out");
   for (const std::string* path : {&config.out, &config.csv})
     if (!path->empty()) sim::check_writable(*path);
-  if (!config.plot.empty()) sim::check_writable(config.plot + "-latency.svg");
+  if (!config.plot.empty()) sim::check_writable(config.plot + "-latency.png");
   const std::unique_ptr<sim::Simulation> s = sim::prepare(config, cli::models_dir(config.model));
   sim::ResultWriter out(config.out, *s);  // the steps are streamed into it as they happen
   const sim::SimResult r = sim::run(*s, &out, /*keep_steps=*/!config.plot.empty());

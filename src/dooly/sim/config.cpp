@@ -101,8 +101,10 @@ std::vector<Option> build() {
        [](SimConfig& c, const std::string& v) {
          c.engine.max_capture_size = integer("max-capture-size", v, 1, 1 << 20);
        }},
-      {"db", "FILE", "the profiling store to price steps from (needs dooly::predict)", false, false,
-       [](SimConfig& c, const std::string& v) { c.db = v; }},
+      {"db", "FILE", "the profiling store to price steps from (dooly profile's; its predictors: dooly predict fit)",
+       false, false, [](SimConfig& c, const std::string& v) { c.db = v; }},
+      {"allow-missing", "on|off", "--db: price steps without the op signatures the store has not measured (off)", false,
+       false, [](SimConfig& c, const std::string& v) { c.allow_missing = on_off("allow-missing", v); }},
       {"cost", "auto|analytic|store", "how steps are priced (auto: store with --db, else analytic)", false, false,
        [](SimConfig& c, const std::string& v) {
          c.cost = choice("cost", v, {"auto", "analytic", "store"});
@@ -112,7 +114,7 @@ std::vector<Option> build() {
       {"out", "FILE", "result.json: summary, every request, every step", true, false,
        [](SimConfig& c, const std::string& v) { c.out = v; }},
       {"csv", "FILE", "one row per request", true, false, [](SimConfig& c, const std::string& v) { c.csv = v; }},
-      {"plot", "PREFIX", "SVG charts: PREFIX-latency.svg (TTFT, E2E) and PREFIX-steps.svg (step time, batch)", true,
+      {"plot", "PREFIX", "PNG charts: PREFIX-latency.png (CDFs of TTFT, TPOT, E2E), PREFIX-steps.png (batch, step time, power)", true,
        false, [](SimConfig& c, const std::string& v) { c.plot = v; }},
   };
   std::set<std::string> seen;

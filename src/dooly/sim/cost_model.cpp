@@ -2,6 +2,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/sim/analytic_cost.hpp"
+#include "dooly/sim/store_cost.hpp"
 
 namespace dooly::sim {
 
@@ -24,11 +25,7 @@ std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec) {
     if (spec.db.empty())
       DOOLY_THROW(InputError, "give the profiling store with --db FILE, or use --cost analytic",
                   "--cost store needs a store");
-    // The predictors fitted on the store (dooly::predict) are not in this build yet.
-    DOOLY_THROW(InputError,
-                "run with --cost analytic (a roofline estimate, labelled as such) until the predictors are built in",
-                "--db {}: pricing steps from a profiling store needs dooly::predict, which this build does not have",
-                spec.db);
+    return StoreCost::load(spec);
   }
   DOOLY_THROW(InputError, "use --cost analytic, store or auto", "unknown --cost '{}'", spec.kind);
 }

@@ -12,7 +12,7 @@
 //   step energy = energy (the device's, during `device`) + idle power × (step − device)
 //
 // Two implementations: the analytic roofline (analytic_cost.hpp; tests, benchmarks, and `--cost analytic`), and the
-// predictors fitted on a profiling store (dooly::predict, written separately), which make_cost_model() will build.
+// predictors fitted on a profiling store (store_cost.hpp: dooly::predict's step model; `--db`).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -68,12 +68,13 @@ struct CostSpec {
   std::string attention;      // "paged|sdpa", ...
   int dtype_bytes = 2;
   bool cuda_graphs = false;
+  bool allow_missing = false;  // store: price without the unmeasured op signatures instead of refusing
   ModelSpec model;
   GpuSpec gpu;
 };
 
-// The one factory. "store" needs dooly::predict (per-signature predictors over the store), which this build does
-// not have yet: asking for it is one InputError saying so (never a silent fallback).
+// The one factory: "store" loads the predictors of spec.db (an InputError naming the fix when the store lacks the
+// model, its backend or measurements; never a silent fallback to the analytic model).
 std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec);
 
 }  // namespace dooly::sim

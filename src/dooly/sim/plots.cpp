@@ -1,116 +1,108 @@
-// `dooly simulate --plot PREFIX`: two small self-contained SVG line charts, no plotting library.
-//   PREFIX-latency.svg  TTFT and E2E of every completed request, sorted (x: share of requests, y: ms)
-//   PREFIX-steps.svg    step duration (ms) and batch size (requests) over simulated time, averaged into ≤ 1000 bins
+// `dooly simulate --plot PREFIX`: two PNG charts drawn with dooly::plot (docs/plot.md).
+//   PREFIX-latency.png  the CDFs of TTFT, TPOT and E2E over the completed requests (one panel each, ms)
+//   PREFIX-steps.png    over simulated time: requests per step and queue length, step time, and power (the steps'
+//                       energy over their time, idle power while the engine waits)
+// Long runs are thinned per pixel column (lowest and highest value kept: dooly::plot::min_max_decimate), and the
+// figure says so.
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "dooly/common/error.hpp"
+#include "dooly/plot/cdf.hpp"
+#include "dooly/plot/decimate.hpp"
+#include "dooly/plot/figure.hpp"
+#include "dooly/plot/text.hpp"
 #include "dooly/sim/result_writer.hpp"
 
 namespace dooly::sim {
 namespace {
 
-constexpr double kW = 800, kH = 400, kLeft = 70, kRight = 20, kTop = 30, kBottom = 50;
-constexpr size_t kMaxPoints = 1000;
+constexpr size_t kColumns = 1200;  // buckets of the thinned series: about one per pixel column
 
-struct Series {
-  std::string label, color;
-  std::vector<double> x, y;
+void latency_chart(const std::string& path, const Simulation& sim) {
+  std::vector<double> ttft, tpot, e2e;
+  for (const RequestState& r : sim.states) {
+    if (r.finish_s < 0) continue;
+    ttft.push_back((r.first_token_s - r.arrival_s) * 1e3);
+    e2e.push_back((r.finish_s - r.arrival_s) * 1e3);
+    if (r.output_tokens > 1)
+      tpot.push_back((r.finish_s - r.first_token_s) * 1e3 / static_cast<double>(r.output_tokens - 1));
+  }
+  plot::Figure fig(1200, 960, fmt::format("Latency CDFs: {} completed requests ({})", e2e.size(), sim.model.name));
+  const auto panel = [&](const char* name, std::vector<double> ms) {
+    plot::Axes& ax = fig.add_axes();
+    ax.title(name).x_label(fmt::format("{} (ms)", name)).y_label("share of requests").y_limits(0, 1);
+    if (!ms.empty()) ax.add(plot::empirical_cdf(name, std::move(ms)));
+  };
+  panel("TTFT", std::move(ttft));
+  panel("TPOT", std::move(tpot));
+  panel("E2E", std::move(e2e));
+  fig.write_png(path);
+}
+
+struct StepSeries {
+  std::vector<double> t_s, requests, waiting, step_ms, power_w;
 };
 
-std::string polyline(const Series& s, double x_max, double y_max) {
-  std::string pts;
-  for (size_t i = 0; i < s.x.size(); ++i) {
-    const double px = kLeft + (kW - kLeft - kRight) * (x_max > 0 ? s.x[i] / x_max : 0);
-    const double py = kH - kBottom - (kH - kTop - kBottom) * (y_max > 0 ? s.y[i] / y_max : 0);
-    pts += fmt::format("{:.1f},{:.1f} ", px, py);
-  }
-  return fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n", s.color, pts);
-}
-
-void write_chart(const std::string& path, const std::string& title, const std::string& x_label,
-                 const std::string& y_label, const std::vector<Series>& series) {
-  double x_max = 0, y_max = 0;
-  for (const Series& s : series) {
-    for (double x : s.x) x_max = std::max(x_max, x);
-    for (double y : s.y) y_max = std::max(y_max, y);
-  }
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n<text x=\"{2}\" y=\"18\" "
-      "font-size=\"14\">{3}</text>\n",
-      kW, kH, kLeft, title);
-  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", kLeft, kH - kBottom,
-                     kW - kRight);
-  svg +=
-      fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", kLeft, kTop, kH - kBottom);
-  svg += fmt::format("<text x=\"{}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.4g}</text>\n",
-                     kLeft, kH - kBottom + 16, kW - kRight, kH - kBottom + 16, x_max);
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.4g}</text>\n", kLeft - 4, kTop + 4, y_max);
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (kW + kLeft) / 2, kH - 12, x_label);
-  svg += fmt::format("<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">{}</text>\n",
-                     kH / 2, kH / 2, y_label);
-  for (size_t i = 0; i < series.size(); ++i) {
-    svg += polyline(series[i], x_max, y_max);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", kW - 200, kTop + 16 * (i + 1),
-                       series[i].color, series[i].label);
-  }
-  svg += "</svg>\n";
-  std::ofstream out(path);
-  out << svg;
-  if (!out) DOOLY_THROW(Error, "check the folder and the disk", "cannot write {}", path);
-}
-
-Series sorted_series(std::vector<double> v, std::string label, std::string color) {
-  std::sort(v.begin(), v.end());
-  Series s{std::move(label), std::move(color), {}, {}};
-  const size_t step = std::max<size_t>(1, v.size() / kMaxPoints);
-  for (size_t i = 0; i < v.size(); i += step) {
-    s.x.push_back(100.0 * static_cast<double>(i + 1) / static_cast<double>(v.size()));
-    s.y.push_back(v[i]);
-  }
-  if (!v.empty()) {
-    s.x.push_back(100.0);
-    s.y.push_back(v.back());
+StepSeries step_series(const std::vector<StepRecord>& steps, double idle_w) {
+  StepSeries s;
+  double end_s = 0;
+  for (const StepRecord& r : steps) {
+    if (r.t_s > end_s + 1e-9) {  // the engine waited: idle power over the gap
+      s.t_s.push_back(end_s);
+      s.requests.push_back(0);
+      s.waiting.push_back(0);
+      s.step_ms.push_back(0);
+      s.power_w.push_back(idle_w);
+    }
+    s.t_s.push_back(r.t_s);
+    s.requests.push_back(r.requests);
+    s.waiting.push_back(r.waiting);
+    s.step_ms.push_back(r.duration_s * 1e3);
+    s.power_w.push_back(r.duration_s > 0 ? r.energy_j / r.duration_s : idle_w);
+    end_s = r.t_s + r.duration_s;
   }
   return s;
+}
+
+plot::Line thinned(std::string label, const std::vector<double>& x, const std::vector<double>& y, bool& thin) {
+  plot::Decimated d = plot::min_max_decimate(x, y, kColumns);
+  thin = thin || d.thinned;
+  return plot::Line{.label = std::move(label), .x = std::move(d.x), .y = std::move(d.y), .step = true};
+}
+
+void steps_chart(const std::string& path, const Simulation& sim, const SimResult& result) {
+  const StepSeries s = step_series(result.recorder.steps, sim.cost->idle_power_w());
+  plot::Figure fig(1500, 900, fmt::format("Steps over simulated time: {} steps", result.recorder.steps.size()));
+  bool thin = false;
+  plot::Axes& batch = fig.add_axes();
+  batch.y_label("requests").y_from_zero();
+  batch.add(thinned("requests in the step", s.t_s, s.requests, thin));
+  batch.add(thinned("waiting", s.t_s, s.waiting, thin));
+  plot::Axes& time = fig.add_axes();
+  time.y_label("step time (ms)").y_from_zero();
+  time.add(thinned("step time", s.t_s, s.step_ms, thin));
+  plot::Axes& power = fig.add_axes();
+  power.x_label("simulated time (s)").y_label("power (W)").y_from_zero();
+  power.add(thinned("average power over the step", s.t_s, s.power_w, thin));
+  fig.add_note(fmt::format("cost model: {}", sim.cost->describe()).substr(0, 240));
+  if (thin) fig.add_note("series thinned to the lowest and highest value per pixel column");
+  fig.write_png(path);
 }
 
 }  // namespace
 
 void write_plots(const std::string& prefix, const Simulation& sim, const SimResult& result) {
-  std::vector<double> ttft, e2e;
-  for (const RequestState& r : sim.states) {
-    if (r.finish_s < 0) continue;
-    ttft.push_back((r.first_token_s - r.arrival_s) * 1e3);
-    e2e.push_back((r.finish_s - r.arrival_s) * 1e3);
-  }
-  write_chart(prefix + "-latency.svg", "Latency per request, sorted", "requests (%)", "ms",
-              {sorted_series(ttft, "TTFT", "#1f77b4"), sorted_series(e2e, "E2E", "#d62728")});
-
-  const std::vector<StepRecord>& steps = result.recorder.steps;
-  Series dt{"step time (ms)", "#1f77b4", {}, {}}, batch{"requests per step", "#2ca02c", {}, {}};
-  const size_t bin = std::max<size_t>(1, (steps.size() + kMaxPoints - 1) / kMaxPoints);
-  for (size_t i = 0; i < steps.size(); i += bin) {
-    double t = 0, ms = 0, n = 0;
-    const size_t end = std::min(steps.size(), i + bin);
-    for (size_t j = i; j < end; ++j) {
-      t += steps[j].t_s;
-      ms += steps[j].duration_s * 1e3;
-      n += steps[j].requests;
-    }
-    const auto k = static_cast<double>(end - i);
-    dt.x.push_back(t / k);
-    dt.y.push_back(ms / k);
-    batch.x.push_back(t / k);
-    batch.y.push_back(n / k);
-  }
-  write_chart(prefix + "-steps.svg", "Steps over time (bin means)", "simulated time (s)", "ms | requests", {dt, batch});
+  struct FontCaches {  // cairo's and fontconfig's process-wide caches, freed however the charts end (LeakSanitizer)
+    FontCaches() = default;
+    FontCaches(const FontCaches&) = delete;
+    FontCaches& operator=(const FontCaches&) = delete;
+    ~FontCaches() { plot::release_font_caches(); }
+  } caches;
+  latency_chart(prefix + "-latency.png", sim);
+  steps_chart(prefix + "-steps.png", sim, result);
 }
 
 }  // namespace dooly::sim

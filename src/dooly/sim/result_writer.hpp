@@ -1,5 +1,5 @@
 #pragma once
-// What `dooly simulate` writes: result.json (version 1), a per-request CSV, and SVG charts. The JSON is streamed:
+// What `dooly simulate` writes: result.json (version 1), a per-request CSV, and PNG charts. The JSON is streamed:
 // the steps are written as the simulation makes them (a run of 100,000 requests has millions of steps; none is
 // kept in memory), then the requests and the summary. Numbers are written shortest-round-trip, so the same run gives
 // the same bytes.
@@ -47,7 +47,7 @@ class ResultWriter final : public StepObserver {
 // The same file from a finished run that kept its steps.
 void write_result_json(const std::string& path, const Simulation& sim, const SimResult& result);
 void write_requests_csv(const std::string& path, const Simulation& sim);
-// PREFIX-latency.svg (TTFT and E2E, sorted) and PREFIX-steps.svg (step time and batch size over time).
+// PREFIX-latency.png (CDFs of TTFT, TPOT, E2E) and PREFIX-steps.png (batch, queue, step time and power over time).
 void write_plots(const std::string& prefix, const Simulation& sim, const SimResult& result);
 
 }  // namespace dooly::sim
