@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(recording readings analyze variorum_json trace_json model_config store grid value_form workload)
+[ ${#targets[@]} -gt 0 ] || targets=(recording readings analyze variorum_json trace_json model_config store grid value_form workload result_json)
 jobs=${FUZZ_JOBS:-2}
 case "$seconds" in '' | *[!0-9]*) echo "fuzz.sh: seconds-per-target must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 

@@ -23,11 +23,17 @@ struct Target {
   int (*entry)(const uint8_t*, size_t);
 };
 
-constexpr Target kTargets[] = {{"recording", &recording},   {"readings", &readings},
-                               {"analyze", &analyze},       {"variorum_json", &variorum_json},
-                               {"trace_json", &trace_json}, {"model_config", &model_config},
-                               {"store", &store},           {"grid", &grid},
-                               {"value_form", &value_form}, {"workload", &workload}};
+constexpr Target kTargets[] = {{"recording", &recording},
+                               {"readings", &readings},
+                               {"analyze", &analyze},
+                               {"variorum_json", &variorum_json},
+                               {"trace_json", &trace_json},
+                               {"model_config", &model_config},
+                               {"store", &store},
+                               {"grid", &grid},
+                               {"value_form", &value_form},
+                               {"workload", &workload},
+                               {"result_json", &result_json}};
 
 std::vector<fs::path> inputs(const std::string& target, const char* kind) {
   std::vector<fs::path> out;

@@ -15,6 +15,7 @@
 #include "dooly/plan/value_expr.hpp"
 #include "dooly/power/replay/recorded_readings.hpp"
 #include "dooly/power/variorum/variorum_json.hpp"
+#include "dooly/sim/compare.hpp"
 #include "dooly/sim/workload.hpp"
 #include "dooly/trace/model_config.hpp"
 #include "dooly/trace/trace.hpp"
@@ -117,6 +118,23 @@ int value_form(const uint8_t* data, size_t size) {
       if (name.size() % 3 == 0) return std::nullopt;  // some names unbound
       return static_cast<int64_t>(name.size()) - 2;   // zero and negatives too
     });
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  return 0;
+}
+
+int result_json(const uint8_t* data, size_t size) {
+  // Not JSON: read_result turns that into one InputError line; what follows the parse is what is fuzzed, and no
+  // JSON exception may come out of it.
+  const nlohmann::json j =
+      nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(data), size), nullptr, false);
+  if (j.is_discarded()) return 0;
+  try {
+    sim::check_result(j, "result.json");
+    const sim::Comparison c = sim::compare_results(j, j);  // a file against itself: every field read, twice
+    (void)sim::render_comparison(c);
+    (void)sim::comparison_json(c).dump();
   } catch (const InputError& e) {
     check_one_line(e);
   }

@@ -26,7 +26,7 @@ class DriverError(RuntimeError):
 
 class Driver:
     def __init__(self, manager, workload: dict, vocab_size: int, seed: int = 0,
-                 clock: Callable[[], float] = time.perf_counter, deadline_s: float | None = None):
+                 clock: Callable[[], float] = time.perf_counter, deadline_s: float | None = None, gate=None):
         import numpy as np
 
         self.manager = manager
@@ -39,6 +39,9 @@ class Driver:
         self.deadline_s = deadline_s
         self.records: dict[str, dict] = {}
         self.aborted = False  # the deadline passed with requests unfinished
+        # A lock the engine's thread holds over each step's intake (StepRecorder.intake): held while a group of
+        # requests due at one moment is submitted, so they enter the same step.
+        self.gate = gate
 
     def _submit(self, index: int, due: float, user: int | None) -> None:
         rid, arrival_s, prompt, output = self.requests[index]
@@ -74,9 +77,8 @@ class Driver:
             if self.deadline_s is not None and now - t0 > self.deadline_s:
                 self.aborted = True
                 break
-            while due and due[0][0] <= now:
-                when, i, user = heapq.heappop(due)
-                self._submit(i, when, user)
+            if due and due[0][0] <= now:
+                self._submit_due(due, now)
             wait = 0.05 if not due else min(0.05, max(0.0, due[0][0] - self.clock()))
             out = self.manager.get_result(timeout=wait)
             if out is None:
@@ -92,6 +94,18 @@ class Driver:
                 heapq.heappush(due, (max(finished + think, t0), next_index, rec["user"]))
                 next_index += 1
         return self.records
+
+    def _submit_due(self, due: list, now: float) -> None:
+        """Every request due by now, as one group the engine's next step waits for (see `gate`)."""
+        if self.gate is not None:
+            self.gate.acquire()
+        try:
+            while due and due[0][0] <= now:
+                when, i, user = heapq.heappop(due)
+                self._submit(i, when, user)
+        finally:
+            if self.gate is not None:
+                self.gate.release()
 
     def _record(self, rec: dict, out) -> None:
         rec["created"] = float(out.created_time)

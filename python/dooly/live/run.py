@@ -103,9 +103,10 @@ def run_live(opts: LiveOptions, log=lambda msg: print(msg, file=sys.stderr)) -> 
         log(f"live: energy: {meter.backend}" if meter else
             f"live: no power source, time only (the file says why): {meter.why[:150]}...")
         vocab = engine.config.get_text_config().vocab_size
-        driver = Driver(manager, workload, vocab, seed=opts.seed, deadline_s=opts.deadline_s)
         bp = manager.batch_processor
         recorder = StepRecorder(bp, meter if meter else None)
+        driver = Driver(manager, workload, vocab, seed=opts.seed, deadline_s=opts.deadline_s,
+                        gate=recorder.intake)
         with recorder:
             meter.start()
             manager.start()

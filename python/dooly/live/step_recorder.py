@@ -32,6 +32,9 @@ __all__ = ["StepRecorder"]
 _MISSING = object()
 
 
+SUBMISSION_WAIT_S = 1.0  # the longest a step waits for a group of simultaneous requests to be submitted
+
+
 class StepRecorder:
     """Steps of the engine, in execution order, as dicts (perf_counter seconds; `window`: the energy window's name,
     None without a meter)."""
@@ -52,6 +55,10 @@ class StepRecorder:
         self.resets: dict[str, int] = {}  # request id -> states the engine re-created for it (evictions)
         self._states: dict[str, object] = {}
         self.loop_running = threading.Event()  # set at the loop's first prepare_next_batch: it serves from now on
+        # Held by the driver while it submits the requests due at one moment, and by the engine's thread over each
+        # prepare_next_batch (where the engine takes queued requests in and schedules): a group of simultaneous
+        # requests enters one step whole, as the simulator orders them (arrivals before a step starting then).
+        self.intake = threading.Lock()
 
     # ------------------------------------------------------------------------------------------------ install
 
@@ -80,14 +87,19 @@ class StepRecorder:
                 if not self.loop_running.is_set():
                     self._guard(self._register_thread)
                     self.loop_running.set()
-                t0 = self.clock()
-                window = self._guard(self._open_window_if_work)
-                self._scheduled = None
+                held = self.intake.acquire(timeout=SUBMISSION_WAIT_S)  # bounded: a stuck driver never stops it
                 try:
-                    available = orig(*args, **kwargs)
-                except BaseException:
-                    self._guard(lambda: self._close_window(window))
-                    raise
+                    t0 = self.clock()
+                    window = self._guard(self._open_window_if_work)
+                    self._scheduled = None
+                    try:
+                        available = orig(*args, **kwargs)
+                    except BaseException:
+                        self._guard(lambda: self._close_window(window))
+                        raise
+                finally:
+                    if held:
+                        self.intake.release()
                 self._guard(lambda: self._after_prepare(available, t0, window))
                 return available
 
