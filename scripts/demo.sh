@@ -4,7 +4,10 @@
 #    Kokkos Tools interface a Kokkos program uses) and prints the per-kernel energy table;
 #  - without: re-analyses a run recorded on an NVIDIA H200 (power readings + kernel windows, shipped under
 #    data/runs/) with the same attribution engine and prints its table.
-# Outputs (CSV, JSON, and PNG charts from `dooly plot`: docs/plot.md) go to out/.
+# Then, GPU or not, the other half: a deployment simulated before it runs (docs/simulate.md), Llama-3.1-8B served by
+# Hugging Face continuous batching under a Poisson load, every step priced from the shipped H200 profiling store
+# (data/profile/h200.sqlite: time and energy per operator signature): TTFT, TPOT, throughput, J per token.
+# Outputs (CSV, JSON, and PNG charts from `dooly plot` and `dooly simulate --plot`) go to out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOOLY_SKIP_PYTHON=1 bash scripts/setup.sh
@@ -29,3 +32,10 @@ else
   echo "demo: wrote out/demo.csv and out/demo.json"
   "$BIN/cli/dooly" plot "$RECORDING" --sensor-window-ms 25 --sensor-delay-ms 4 --out out/demo
 fi
+
+echo
+echo "demo: simulating Llama-3.1-8B on HF continuous batching, steps priced from the H200 store (data/profile/h200.sqlite)"
+"$BIN/cli/dooly" simulate --model llama-3.1-8b --db data/profile/h200.sqlite --cuda-graphs off \
+  --workload 'poisson:rate=2,n=400,prompt=lognormal:400:0.7:16:2048,output=uniform:16:256,seed=1' \
+  --slo ttft:500,tpot:60 --out out/sim.json --csv out/sim.csv --plot out/sim
+echo "demo: wrote out/sim.json, out/sim.csv, out/sim-latency.png and out/sim-steps.png"

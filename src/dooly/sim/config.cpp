@@ -114,7 +114,8 @@ std::vector<Option> build() {
       {"out", "FILE", "result.json: summary, every request, every step", true, false,
        [](SimConfig& c, const std::string& v) { c.out = v; }},
       {"csv", "FILE", "one row per request", true, false, [](SimConfig& c, const std::string& v) { c.csv = v; }},
-      {"plot", "PREFIX", "PNG charts: PREFIX-latency.png (CDFs of TTFT, TPOT, E2E), PREFIX-steps.png (batch, step time, power)", true,
+      {"plot", "PREFIX",
+       "PNG charts: PREFIX-latency.png (CDFs of TTFT, TPOT, E2E), PREFIX-steps.png (batch, step time, power)", true,
        false, [](SimConfig& c, const std::string& v) { c.plot = v; }},
   };
   std::set<std::string> seen;
