@@ -281,6 +281,31 @@ TEST(Tracer, TraceFileHasStreamTracksAndRanges) {
   EXPECT_EQ(tracks.count("stream 9 (context 1)"), 1u);
 }
 
+TEST(Tracer, DiscardModeCollectsAndThrowsAwayWithoutAPowerSource) {
+  Env env;
+  ScopedEnv discard("DOOLY_CUPTI_DISCARD", "1");
+  Stub stub;
+  stub.reset();
+  bool opened = false;
+  Tracer tracer([&](const energy::ProfilerOptions&) -> std::unique_ptr<energy::Profiler> {
+    opened = true;
+    return nullptr;
+  });
+  ASSERT_TRUE(tracer.start());
+  EXPECT_EQ(stub.enabled(10), 1);
+  const int64_t g = stub.gpu_now();
+  stub.kernel("k", g, g + 1000, 1);
+  EXPECT_EQ(stub.deliver(), 1);
+  tracer.finish();
+  EXPECT_FALSE(opened);
+  EXPECT_TRUE(tracer.last_report().channels.empty());
+  // Detached: another tracer can start.
+  ScopedEnv measure("DOOLY_CUPTI_DISCARD", "0");
+  Tracer next(constant_power(100.0));
+  EXPECT_TRUE(next.start());
+  next.finish();
+}
+
 TEST(Tracer, EveryCuptiSettingIsRead) {
   const TracerSettings base;
   auto differs = [&](const char* name, const char* value) {
@@ -288,12 +313,13 @@ TEST(Tracer, EveryCuptiSettingIsRead) {
     v.apply_args({"./prog", std::string(name) + "=" + value});
     const TracerSettings s = TracerSettings::from_settings(v);
     return s.cupti_library != base.cupti_library || s.buffer_bytes != base.buffer_bytes ||
-           s.max_buffers != base.max_buffers || s.nvtx != base.nvtx ||
+           s.max_buffers != base.max_buffers || s.nvtx != base.nvtx || s.discard != base.discard ||
            s.profiler.event_delay_ns != 1'000'000'000 || s.profiler.max_staged_events != base.profiler.max_staged_events;
   };
   const std::map<std::string, std::string> value = {{"CUPTI_LIB", "x.so"},     {"CUPTI_DELAY_MS", "50"},
                                                     {"CUPTI_BUFFER_KB", "64"}, {"CUPTI_MAX_BUFFERS", "8"},
-                                                    {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"}};
+                                                    {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"},
+                                                    {"CUPTI_DISCARD", "1"}};
   for (const SettingSpec& spec : setting_specs()) {
     if (!spec.name.starts_with("CUPTI_")) continue;
     ASSERT_TRUE(value.count(std::string(spec.name))) << spec.name << ": add a value to this test";

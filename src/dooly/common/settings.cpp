@@ -64,6 +64,8 @@ constexpr SettingSpec kSpecs[] = {
     spec("CUPTI_MAX_PENDING", T::whole, "1048576", 1024, 67'108'864, "",
          "libdooly_cupti.so: window edges waiting for the delay at once (overflow is dropped and counted)"),
     spec("CUPTI_NVTX", T::flag, "1", 0, 0, "", "libdooly_cupti.so: NVTX ranges become rows (0 = kernels only)"),
+    spec("CUPTI_DISCARD", T::flag, "0", 0, 0, "",
+         "libdooly_cupti.so: 1 = collect CUPTI's records and discard them, no power, no report (CUPTI's own cost)"),
     spec("REPLAY_FILE", T::text, "none", 0, 0, "", "the recording the replay source plays"),
     spec("REPLAY_REALTIME", T::flag, "1", 0, 0, "", "replay the recording in real time (0 = all at once)"),
     spec("LOG", T::choice, "warn", 0, 0, "error|warn|info|debug", "what goes to stderr (lines start with dooly:)"),

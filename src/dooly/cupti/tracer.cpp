@@ -78,6 +78,7 @@ TracerSettings TracerSettings::from_settings(const SettingValues& v) {
   if (auto x = v.whole("CUPTI_BUFFER_KB")) s.buffer_bytes = static_cast<size_t>(*x) * 1024;
   if (auto x = v.whole("CUPTI_MAX_BUFFERS")) s.max_buffers = static_cast<size_t>(*x);
   if (auto x = v.flag("CUPTI_NVTX")) s.nvtx = *x;
+  if (auto x = v.flag("CUPTI_DISCARD")) s.discard = *x;
   return s;
 }
 
@@ -125,8 +126,9 @@ void Tracer::start_locked() {
   settings_ = TracerSettings::from_settings(values);
   if (settings_.log_level) log::set_threshold(*settings_.log_level);
   for (const std::string& w : values.warnings()) log::warn("{}", w);
-  if (settings_.output.prefix != "none") energy::check_writable(settings_.output.prefix + ".json");
   lib_ = std::make_unique<Library>(settings_.cupti_library);
+  if (settings_.discard) return start_discarding();
+  if (settings_.output.prefix != "none") energy::check_writable(settings_.output.prefix + ".json");
   const abi::Api& api = lib_->api();
   profiler_ = factory_(settings_.profiler);
   if (!profiler_->timed_events())
@@ -153,6 +155,15 @@ void Tracer::start_locked() {
   std::string chans;
   for (const auto& ch : profiler_->channels()) chans += (chans.empty() ? "" : ", ") + ch.name;
   log::info("measuring {} through {}; GPU work through {}", chans, profiler_->backend(), lib_->file());
+}
+
+// CUPTI's own cost, for the overhead measurement: the same activity kinds and buffers, every record thrown away.
+void Tracer::start_discarding() {
+  lib_->check(lib_->api().cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
+              "cuptiActivityRegisterCallbacks");
+  enable_activities();
+  active_.store(true, std::memory_order_release);
+  log::info("DOOLY_CUPTI_DISCARD=1: collecting GPU records through {} and discarding them", lib_->file());
 }
 
 void Tracer::enable_activities() {
@@ -185,7 +196,7 @@ void Tracer::buffer_requested(uint8_t** buffer, size_t* size, size_t* max_record
 }
 
 void Tracer::buffer_completed(void* context, uint32_t stream, uint8_t* buffer, size_t, size_t valid_size) noexcept {
-  if (buffer && valid_size > 0 && lib_) {
+  if (buffer && valid_size > 0 && lib_ && profiler_) {
     const abi::Api& api = lib_->api();
     std::lock_guard<std::mutex> lock(records_mu_);
     clock_->calibrate();  // a few ns of CUPTI's clock per buffer: the conversion follows any drift
@@ -290,6 +301,11 @@ void Tracer::finish() noexcept {
       subscriber_ = nullptr;
     }
     active_.store(false, std::memory_order_release);
+    if (!profiler_) {  // discarding: nothing was measured
+      log::info("DOOLY_CUPTI_DISCARD=1: {} activity buffers were used", buffers_made_);
+      g_attached.store(nullptr, std::memory_order_release);
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(records_mu_);
       clock_->calibrate();

@@ -43,6 +43,7 @@ struct TracerSettings {
   size_t buffer_bytes = 1024 * 1024;  // CUPTI_BUFFER_KB
   size_t max_buffers = 64;            // CUPTI_MAX_BUFFERS
   bool nvtx = true;                   // CUPTI_NVTX
+  bool discard = false;               // CUPTI_DISCARD: records collected and thrown away (overhead baseline)
 
   static TracerSettings from_settings(const SettingValues& values);  // throws InputError
   static TracerSettings from_env();
@@ -91,6 +92,7 @@ class Tracer {
   };
 
   void start_locked();  // throws: set-up
+  void start_discarding();
   void enable_activities();
   void record(const GpuRecord& r);
   energy::KeyId key_of(const GpuRecord& r);
