@@ -329,6 +329,20 @@ TEST(Tracer, EveryCuptiSettingIsRead) {
   EXPECT_EQ(find_setting("CUPTI_MAX_BUFFERS")->fallback, std::to_string(base.max_buffers));
 }
 
+TEST(CuptiLibrary, TheOneTheProcessHasLoadedComesFirst) {
+  Stub stub;  // loaded by path; its soname is libcupti.so
+  ASSERT_NE(stub.handle, nullptr);
+  Library lib("");
+  EXPECT_EQ(lib.file(), "libcupti.so");
+  uint64_t t = 0;
+  ASSERT_EQ(lib.api().cuptiGetTimestamp(&t), abi::kSuccess);
+  EXPECT_NEAR(static_cast<double>(static_cast<int64_t>(t) - stub.gpu_now()), 0.0, 1e9);  // the stub's clock
+  EXPECT_EQ(candidate_files("/x/libcupti.so", "/opt/cuda"), std::vector<std::string>{"/x/libcupti.so"});
+  const auto all = candidate_files("", "/opt/cuda");
+  EXPECT_EQ(all.front(), "/opt/cuda/extras/CUPTI/lib64/libcupti.so");
+  EXPECT_EQ(all.back(), "libcupti.so.12");
+}
+
 TEST(KernelNames, DemangledAndShort) {
   EXPECT_EQ(demangle(kGemm), "void gemm_tile<128>(float*, float*, int)");
   EXPECT_EQ(demangle("ampere_bf16_s16816gemm_bf16_128x128"), "ampere_bf16_s16816gemm_bf16_128x128");

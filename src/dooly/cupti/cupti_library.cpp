@@ -1,5 +1,7 @@
 #include "dooly/cupti/cupti_library.hpp"
 
+#include <dlfcn.h>
+
 #include <fmt/format.h>
 
 #include "dooly/common/env.hpp"
@@ -47,8 +49,21 @@ std::string resolve_all(const power::DynamicLibrary& lib, abi::Api& api) {
 
 }  // namespace
 
+// A libcupti the process has loaded already (PyTorch's, through its profiler library): the one to attach to, since
+// two copies of CUPTI in one process would fight over the driver's callbacks.
+std::string already_loaded() {
+  for (const char* soname : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+    if (void* h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) {
+      dlclose(h);
+      return soname;
+    }
+  return {};
+}
+
 Library::Library(const std::string& setting) {
-  const std::vector<std::string> files = candidate_files(setting, env::get("CUDA_HOME").value_or(""));
+  std::vector<std::string> files = candidate_files(setting, env::get("CUDA_HOME").value_or(""));
+  if (setting.empty())
+    if (std::string loaded = already_loaded(); !loaded.empty()) files.insert(files.begin(), std::move(loaded));
   std::string tried;
   for (const std::string& f : files) {
     power::DynamicLibrary lib(f, /*keep_loaded=*/true);  // CUPTI must not be unloaded once it is attached

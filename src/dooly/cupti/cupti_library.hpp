@@ -10,8 +10,9 @@
 
 namespace dooly::cupti {
 
-// Where libcupti is looked for, in order: the setting (DOOLY_CUPTI_LIB) alone when given; else the toolkit's
-// folders under $CUDA_HOME and /usr/local/cuda, then the loader's own path (libcupti.so, .so.13, .so.12).
+// Where libcupti is looked for, in order: the setting (DOOLY_CUPTI_LIB) alone when given; else a libcupti the
+// process has loaded already (PyTorch's), the toolkit's folders under $CUDA_HOME and /usr/local/cuda, then the
+// loader's own path (libcupti.so, .so.13, .so.12). candidate_files lists all but the already loaded one.
 std::vector<std::string> candidate_files(const std::string& setting, const std::string& cuda_home);
 
 class Library {
