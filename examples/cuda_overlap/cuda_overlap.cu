@@ -138,13 +138,10 @@ void calibrate(Work& w, double target_ms, cudaStream_t s) {
     w.gemm_reps = std::max(1, static_cast<int>(w.gemm_reps * target_ms / std::max(g, 1e-3) + 0.5));
   }
   std::printf("calibrated: fma %.2f ms (iters %d), triad %.2f ms (reps %d), gemm %.2f ms (reps %d)\n",
-              time_one_ms(w, 0, s), w.fma_iters, time_one_ms(w, 1, s), w.triad_reps, time_one_ms(w, 2, s),
-              w.gemm_reps);
+              time_one_ms(w, 0, s), w.fma_iters, time_one_ms(w, 1, s), w.triad_reps, time_one_ms(w, 2, s), w.gemm_reps);
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void idle(double s) {
   cudaDeviceSynchronize();
@@ -191,11 +188,16 @@ void concurrent(const Work& w, const std::vector<int>& ks, const Options& o, con
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const double v = std::atof(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--phase-s")) o.phase_s = v;
-    else if (!std::strcmp(argv[i], "--gap-s")) o.gap_s = v;
-    else if (!std::strcmp(argv[i], "--target-ms")) o.target_ms = v;
-    else if (!std::strcmp(argv[i], "--max-spin-ms")) o.max_spin_ms = v;
-    else return false;
+    if (!std::strcmp(argv[i], "--phase-s"))
+      o.phase_s = v;
+    else if (!std::strcmp(argv[i], "--gap-s"))
+      o.gap_s = v;
+    else if (!std::strcmp(argv[i], "--target-ms"))
+      o.target_ms = v;
+    else if (!std::strcmp(argv[i], "--max-spin-ms"))
+      o.max_spin_ms = v;
+    else
+      return false;
   }
   return argc % 2 == 1;
 }

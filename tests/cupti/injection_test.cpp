@@ -20,11 +20,12 @@ std::string slurp(const std::string& path) {
 }
 
 int run(const std::string& env, const dooly::testing::TempDir& dir) {
-  const std::string cmd = "env -u DOOLY_TRACE -u DOOLY_RECORD " + env + " DOOLY_POWER_SOURCE=replay DOOLY_REPLAY_FILE=" +
-                          std::string(DOOLY_SOURCE_DIR) + "/data/runs/h200-kokkos-demo.recording DOOLY_OUTPUT=" +
-                          dir.file("report") + " DOOLY_TABLE_FILE=" + dir.file("table.txt") +
-                          " DOOLY_CUPTI_DELAY_MS=10 " + INJECTION_APP + " " + DOOLY_CUPTI_INJECTION + " " +
-                          DOOLY_STUB_CUPTI_PATH + " > " + dir.file("out.txt") + " 2> " + dir.file("err.txt");
+  const std::string cmd = "env -u DOOLY_TRACE -u DOOLY_RECORD " + env +
+                          " DOOLY_POWER_SOURCE=replay DOOLY_REPLAY_FILE=" + std::string(DOOLY_SOURCE_DIR) +
+                          "/data/runs/h200-kokkos-demo.recording DOOLY_OUTPUT=" + dir.file("report") +
+                          " DOOLY_TABLE_FILE=" + dir.file("table.txt") + " DOOLY_CUPTI_DELAY_MS=10 " + INJECTION_APP +
+                          " " + DOOLY_CUPTI_INJECTION + " " + DOOLY_STUB_CUPTI_PATH + " > " + dir.file("out.txt") +
+                          " 2> " + dir.file("err.txt");
   return std::system(cmd.c_str());
 }
 

@@ -314,12 +314,12 @@ TEST(Tracer, EveryCuptiSettingIsRead) {
     const TracerSettings s = TracerSettings::from_settings(v);
     return s.cupti_library != base.cupti_library || s.buffer_bytes != base.buffer_bytes ||
            s.max_buffers != base.max_buffers || s.nvtx != base.nvtx || s.discard != base.discard ||
-           s.profiler.event_delay_ns != 1'000'000'000 || s.profiler.max_staged_events != base.profiler.max_staged_events;
+           s.profiler.event_delay_ns != 1'000'000'000 ||
+           s.profiler.max_staged_events != base.profiler.max_staged_events;
   };
-  const std::map<std::string, std::string> value = {{"CUPTI_LIB", "x.so"},     {"CUPTI_DELAY_MS", "50"},
-                                                    {"CUPTI_BUFFER_KB", "64"}, {"CUPTI_MAX_BUFFERS", "8"},
-                                                    {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"},
-                                                    {"CUPTI_DISCARD", "1"}};
+  const std::map<std::string, std::string> value = {
+      {"CUPTI_LIB", "x.so"},         {"CUPTI_DELAY_MS", "50"}, {"CUPTI_BUFFER_KB", "64"}, {"CUPTI_MAX_BUFFERS", "8"},
+      {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"},      {"CUPTI_DISCARD", "1"}};
   for (const SettingSpec& spec : setting_specs()) {
     if (!spec.name.starts_with("CUPTI_")) continue;
     ASSERT_TRUE(value.count(std::string(spec.name))) << spec.name << ": add a value to this test";
@@ -347,15 +347,17 @@ TEST(KernelNames, DemangledAndShort) {
   EXPECT_EQ(demangle(kGemm), "void gemm_tile<128>(float*, float*, int)");
   EXPECT_EQ(demangle("ampere_bf16_s16816gemm_bf16_128x128"), "ampere_bf16_s16816gemm_bf16_128x128");
   EXPECT_EQ(demangle("_Znot_really"), "_Znot_really");
-  EXPECT_EQ(short_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-                       "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"),
-            "vectorized_elementwise_kernel");
-  EXPECT_EQ(short_name("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
-                       "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > "
-                       ">(at::TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, "
-                       "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, "
-                       "at::native::gpu_kernel_impl_nocast<>(at::TensorIteratorBase&)::{lambda(int)#1})"),
-            "elementwise_kernel");
+  EXPECT_EQ(
+      short_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                 "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"),
+      "vectorized_elementwise_kernel");
+  EXPECT_EQ(
+      short_name("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+                 "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > "
+                 ">(at::TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, "
+                 "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>(int, "
+                 "at::native::gpu_kernel_impl_nocast<>(at::TensorIteratorBase&)::{lambda(int)#1})"),
+      "elementwise_kernel");
   EXPECT_EQ(short_name("ampere_bf16_s16816gemm_bf16_128x128"), "ampere_bf16_s16816gemm_bf16_128x128");
   EXPECT_EQ(short_name("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(T1::Params)"),
             "Kernel2");

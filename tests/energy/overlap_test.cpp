@@ -66,9 +66,11 @@ std::vector<Launch> schedule(int64_t& t_end, uint64_t seed) {
 // Power above the floor at every kStepNs, and its prefix sum (for window means).
 struct Truth {
   std::vector<double> extra_w, prefix_j;
-  explicit Truth(const std::vector<Launch>& launches, int64_t t_end) : extra_w(static_cast<size_t>(t_end / kStepNs) + 1, 0.0) {
+  explicit Truth(const std::vector<Launch>& launches, int64_t t_end)
+      : extra_w(static_cast<size_t>(t_end / kStepNs) + 1, 0.0) {
     for (const Launch& l : launches)
-      for (int64_t i = l.t0 / kStepNs; i < l.t1 / kStepNs; ++i) extra_w[static_cast<size_t>(i)] += kKernels[l.kernel].extra_w;
+      for (int64_t i = l.t0 / kStepNs; i < l.t1 / kStepNs; ++i)
+        extra_w[static_cast<size_t>(i)] += kKernels[l.kernel].extra_w;
     prefix_j.assign(extra_w.size() + 1, 0.0);
     for (size_t i = 0; i < extra_w.size(); ++i) prefix_j[i + 1] = prefix_j[i] + extra_w[i] * kStepNs * 1e-9;
   }
@@ -123,12 +125,15 @@ Report analyse(const std::vector<Launch>& launches, const Truth& truth, int64_t 
   a.begin_run(0);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> noise(0.0, 4.0);
-  for (int64_t t = 40 * kMs; t <= t_end; t += 20 * kMs) a.add_reading({0, t, truth.mean_w(t - 29 * kMs, t - 4 * kMs) + noise(rng)});
+  for (int64_t t = 40 * kMs; t <= t_end; t += 20 * kMs)
+    a.add_reading({0, t, truth.mean_w(t - 29 * kMs, t - 4 * kMs) + noise(rng)});
   // Each kernel on its own stream's track (as the CUPTI tracer puts them), edges in time order.
   std::vector<Event> events;
   for (const Launch& l : launches) {
-    events.push_back({l.t0, ids[static_cast<size_t>(l.kernel)], 100u + static_cast<uint32_t>(l.kernel), 0, true, flags::nested});
-    events.push_back({l.t1, ids[static_cast<size_t>(l.kernel)], 100u + static_cast<uint32_t>(l.kernel), 0, false, flags::nested});
+    events.push_back(
+        {l.t0, ids[static_cast<size_t>(l.kernel)], 100u + static_cast<uint32_t>(l.kernel), 0, true, flags::nested});
+    events.push_back(
+        {l.t1, ids[static_cast<size_t>(l.kernel)], 100u + static_cast<uint32_t>(l.kernel), 0, false, flags::nested});
   }
   std::stable_sort(events.begin(), events.end(), [](const Event& x, const Event& y) {
     return x.t_ns != y.t_ns ? x.t_ns < y.t_ns : (!x.begin && y.begin);
@@ -159,10 +164,11 @@ TEST(Overlap, TheModelRecoversEachConcurrentKernelsEnergyAndTheNaiveSplitsDoNot)
       const RegionRow& x = row(r, kKernels[k].name);
       const double model = *x.model_j_per_call(ch.fit.intercept_w), hw = *x.model_j_per_call_hw_j;
       const double trap = x.j_per_call(kFloorW);
-      std::printf("seed %llu %-6s true %.4f  model %.4f +- %.4f (%+.1f %%)  trapezoid %.4f (%+.1f %%)  naive %.4f (%+.1f %%)\n",
-                  static_cast<unsigned long long>(seed), kKernels[k].name.c_str(), truth_j[k], model, hw,
-                  100 * (model / truth_j[k] - 1), trap, 100 * (trap / truth_j[k] - 1), naive_j[k],
-                  100 * (naive_j[k] / truth_j[k] - 1));
+      std::printf(
+          "seed %llu %-6s true %.4f  model %.4f +- %.4f (%+.1f %%)  trapezoid %.4f (%+.1f %%)  naive %.4f (%+.1f %%)\n",
+          static_cast<unsigned long long>(seed), kKernels[k].name.c_str(), truth_j[k], model, hw,
+          100 * (model / truth_j[k] - 1), trap, 100 * (trap / truth_j[k] - 1), naive_j[k],
+          100 * (naive_j[k] / truth_j[k] - 1));
       EXPECT_NEAR(model, truth_j[k], 0.03 * truth_j[k]) << kKernels[k].name;
       EXPECT_LE(std::fabs(model - truth_j[k]), hw + 0.005 * truth_j[k]) << kKernels[k].name << ": outside its interval";
       EXPECT_FALSE(x.model_unresolved()) << kKernels[k].name;

@@ -64,9 +64,9 @@ TEST(TimedEvents, FullDropsWholeWindowsAndCounts) {
 TEST(TimedEvents, AnAcceptedBeginKeepsRoomForItsEnd) {
   TimedEvents s(4);
   ASSERT_TRUE(s.add_begin(7, -1, 0, 10, 0));
-  EXPECT_TRUE(s.add_window(0, 0, 1, 11, 12, flags::nested));      // 1 + 1 reserved + 2 = 4
-  EXPECT_FALSE(s.add_window(0, 0, 1, 13, 14, flags::nested));     // no room left: the end's slot is held
-  s.add_end(7, -1, 0, 20, 0);                                     // never refused
+  EXPECT_TRUE(s.add_window(0, 0, 1, 11, 12, flags::nested));   // 1 + 1 reserved + 2 = 4
+  EXPECT_FALSE(s.add_window(0, 0, 1, 13, 14, flags::nested));  // no room left: the end's slot is held
+  s.add_end(7, -1, 0, 20, 0);                                  // never refused
   EXPECT_EQ(s.size(), 4u);
   EXPECT_EQ(s.dropped_full(), 1u);
 }

@@ -68,8 +68,7 @@ void expect_matches_golden(const std::string& actual, const std::string& file) {
     if (special.find(expected[i]) != std::string::npos) pattern += '\\';
     pattern += expected[i++];
   }
-  EXPECT_TRUE(std::regex_match(actual, std::regex(pattern))) << "trace differs from golden " << file << ":\n"
-                                                             << actual;
+  EXPECT_TRUE(std::regex_match(actual, std::regex(pattern))) << "trace differs from golden " << file << ":\n" << actual;
 }
 
 TEST(Timeline, Golden) {
@@ -92,7 +91,7 @@ TEST(Timeline, IsValidJsonWithEnergiesPerWindow) {
   }
   EXPECT_EQ(counters, 3);
   // Power 100 W at 1.000 s rising linearly to 300 W at 1.004 s, then 300 W: the trapezoid over each window.
-  EXPECT_NEAR(gemm_j, (200 + 300) / 2.0 * 2e-3, 1e-9);              // 1.002..1.004: 200 -> 300 W
+  EXPECT_NEAR(gemm_j, (200 + 300) / 2.0 * 2e-3, 1e-9);               // 1.002..1.004: 200 -> 300 W
   EXPECT_NEAR(copy_j, (250 + 300) / 2.0 * 1e-3 + 300 * 2e-3, 1e-9);  // 1.003..1.006
   EXPECT_NEAR(forward_j, (150 + 300) / 2.0 * 3e-3 + 300 * 2.5e-3, 1e-9);
   EXPECT_EQ(j.at("otherData").at("dooly_trace_version"), kTraceVersion);

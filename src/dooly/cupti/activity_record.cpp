@@ -35,8 +35,8 @@ bool read_record(const abi::Activity* r, GpuRecord& out) noexcept {
         out.block[i] = field<int32_t>(r, abi::KernelRecord::block_x + 4 * static_cast<size_t>(i));
       }
       out.registers_per_thread = field<uint16_t>(r, abi::KernelRecord::registers_per_thread);
-      out.shared_bytes = field<int32_t>(r, abi::KernelRecord::static_shared) +
-                         field<int32_t>(r, abi::KernelRecord::dynamic_shared);
+      out.shared_bytes =
+          field<int32_t>(r, abi::KernelRecord::static_shared) + field<int32_t>(r, abi::KernelRecord::dynamic_shared);
       break;
     case abi::kKindMemcpy:
       out.kind = RecordKind::memcpy;

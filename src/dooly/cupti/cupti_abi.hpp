@@ -43,7 +43,7 @@ enum NvtxCbid : uint32_t {
 };
 
 // Record prefixes: {offset, width} of each field read.
-struct KernelRecord {  // CUpti_ActivityKernel4..10 (kind CONCURRENT_KERNEL or KERNEL)
+struct KernelRecord {                                // CUpti_ActivityKernel4..10 (kind CONCURRENT_KERNEL or KERNEL)
   static constexpr size_t registers_per_thread = 6;  // uint16_t
   static constexpr size_t start = 16, end = 24;      // uint64_t, ns on CUPTI's clock
   static constexpr size_t device_id = 40, context_id = 44, stream_id = 48;  // uint32_t
@@ -53,7 +53,7 @@ struct KernelRecord {  // CUpti_ActivityKernel4..10 (kind CONCURRENT_KERNEL or K
   static constexpr size_t name = 104;                                       // const char*
   static constexpr size_t min_size = 112;
 };
-struct MemcpyRecord {  // CUpti_ActivityMemcpy5..6
+struct MemcpyRecord {                     // CUpti_ActivityMemcpy5..6
   static constexpr size_t copy_kind = 4;  // uint8_t
   static constexpr size_t bytes = 8, start = 16, end = 24;
   static constexpr size_t device_id = 32, context_id = 36, stream_id = 40, correlation_id = 44;
@@ -67,17 +67,28 @@ struct MemsetRecord {  // CUpti_ActivityMemset3..4
 // CUpti_ActivityMemcpyKind
 inline const char* memcpy_kind_name(uint8_t kind) noexcept {
   switch (kind) {
-    case 1: return "HtoD";
-    case 2: return "DtoH";
-    case 3: return "HtoA";
-    case 4: return "AtoH";
-    case 5: return "AtoA";
-    case 6: return "AtoD";
-    case 7: return "DtoA";
-    case 8: return "DtoD";
-    case 9: return "HtoH";
-    case 10: return "PtoP";
-    default: return "unknown";
+    case 1:
+      return "HtoD";
+    case 2:
+      return "DtoH";
+    case 3:
+      return "HtoA";
+    case 4:
+      return "AtoH";
+    case 5:
+      return "AtoA";
+    case 6:
+      return "AtoD";
+    case 7:
+      return "DtoA";
+    case 8:
+      return "DtoD";
+    case 9:
+      return "HtoH";
+    case 10:
+      return "PtoP";
+    default:
+      return "unknown";
   }
 }
 

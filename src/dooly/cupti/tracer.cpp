@@ -16,8 +16,8 @@
 
 namespace dooly::cupti {
 
-using energy::Kind;
 using energy::KeyId;
+using energy::Kind;
 
 namespace {
 
@@ -31,7 +31,8 @@ void on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *max_records = 0;
 }
 void on_buffer_completed(void* context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
-  if (Tracer* t = g_attached.load(std::memory_order_acquire)) return t->buffer_completed(context, stream, buffer, size, valid);
+  if (Tracer* t = g_attached.load(std::memory_order_acquire))
+    return t->buffer_completed(context, stream, buffer, size, valid);
   std::free(buffer);  // a buffer handed out before the tracer finished
 }
 void on_callback(void* userdata, int domain, uint32_t cbid, const void* data) {

@@ -11,8 +11,8 @@
 
 namespace dooly::cupti {
 
-using energy::Kind;
 using energy::KeyId;
+using energy::Kind;
 
 namespace {
 
@@ -108,12 +108,15 @@ void Tracer::nvtx_callback(uint32_t cbid, const abi::NvtxData* data) noexcept {
   constexpr size_t kDomain = sizeof(void*);
   try {
     switch (cbid) {
-      case abi::kNvtxRangePushA: return push_range(param<const char*>(p, 0) ? param<const char*>(p, 0) : "<unnamed range>");
-      case abi::kNvtxRangePushEx: return push_range(attribute_message(param<const abi::NvtxEventAttributes*>(p, 0)));
+      case abi::kNvtxRangePushA:
+        return push_range(param<const char*>(p, 0) ? param<const char*>(p, 0) : "<unnamed range>");
+      case abi::kNvtxRangePushEx:
+        return push_range(attribute_message(param<const abi::NvtxEventAttributes*>(p, 0)));
       case abi::kNvtxDomainRangePushEx:
         return push_range(attribute_message(param<const abi::NvtxEventAttributes*>(p, kDomain)));
       case abi::kNvtxRangePop:
-      case abi::kNvtxDomainRangePop: return pop_range();
+      case abi::kNvtxDomainRangePop:
+        return pop_range();
       case abi::kNvtxRangeStartA:
         if (ret) start_range(*ret, param<const char*>(p, 0) ? param<const char*>(p, 0) : "<unnamed range>");
         return;
@@ -123,8 +126,10 @@ void Tracer::nvtx_callback(uint32_t cbid, const abi::NvtxData* data) noexcept {
       case abi::kNvtxDomainRangeStartEx:
         if (ret) start_range(*ret, attribute_message(param<const abi::NvtxEventAttributes*>(p, kDomain)));
         return;
-      case abi::kNvtxRangeEnd: return end_range(param<uint64_t>(p, 0));
-      case abi::kNvtxDomainRangeEnd: return end_range(param<uint64_t>(p, kDomain));
+      case abi::kNvtxRangeEnd:
+        return end_range(param<uint64_t>(p, 0));
+      case abi::kNvtxDomainRangeEnd:
+        return end_range(param<uint64_t>(p, kDomain));
       case abi::kNvtxDomainRegisterStringA: {
         const char* text = param<const char*>(p, kDomain);
         const auto* handle = static_cast<const void* const*>(data->function_return_value);
@@ -133,7 +138,8 @@ void Tracer::nvtx_callback(uint32_t cbid, const abi::NvtxData* data) noexcept {
         registered_strings_[*handle] = text;
         return;
       }
-      default: return;
+      default:
+        return;
     }
   } catch (...) {
   }

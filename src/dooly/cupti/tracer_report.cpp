@@ -6,8 +6,8 @@
 
 namespace dooly::cupti {
 
-using energy::Kind;
 using energy::KeyId;
+using energy::Kind;
 using energy::RegionRow;
 
 namespace {
@@ -29,7 +29,8 @@ void add_share(RegionRow& sum, const RegionRow& row, uint64_t calls, int64_t tim
   if (row.model_energy_j) {
     sum.model_energy_j = sum.model_energy_j.value_or(0) + *row.model_energy_j * share;
     // Intervals of rows fitted together are not independent: added, not in quadrature (an upper bound).
-    if (row.model_energy_hw_j) sum.model_energy_hw_j = sum.model_energy_hw_j.value_or(0) + *row.model_energy_hw_j * share;
+    if (row.model_energy_hw_j)
+      sum.model_energy_hw_j = sum.model_energy_hw_j.value_or(0) + *row.model_energy_hw_j * share;
   }
 }
 

@@ -349,10 +349,10 @@ void Profiler::finish_trace(Report& report) noexcept {
     report.meta.emplace_back("trace", options_.trace_path);
     if (timeline_->windows_aggregated() > 0) {
       report.meta.emplace_back("trace_windows_aggregated", std::to_string(timeline_->windows_aggregated()));
-      log::warn("the trace {} keeps the first {} of {} windows whole; the other {} are a count and a total time per "
-                "name in its metadata (raise DOOLY_TRACE_MAX_WINDOWS for more)",
-                options_.trace_path, timeline_->windows_kept(), timeline_->windows_seen(),
-                timeline_->windows_aggregated());
+      log::warn(
+          "the trace {} keeps the first {} of {} windows whole; the other {} are a count and a total time per "
+          "name in its metadata (raise DOOLY_TRACE_MAX_WINDOWS for more)",
+          options_.trace_path, timeline_->windows_kept(), timeline_->windows_seen(), timeline_->windows_aggregated());
     }
     log::info("wrote the trace {} ({} windows)", options_.trace_path, timeline_->windows_kept());
   } catch (const std::exception& e) {

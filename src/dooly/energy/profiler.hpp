@@ -95,9 +95,9 @@ class Profiler {
  private:
   void tick(int64_t now_ns) noexcept;
   void read_counters() noexcept;
-  struct RecordBatch;        // what one tick adds to the recording
-  class Recorder;            // writes DOOLY_RECORD on a thread of its own
-  void note_key(KeyId key);  // a key's first event: its line goes into the recording before the event's
+  struct RecordBatch;               // what one tick adds to the recording
+  class Recorder;                   // writes DOOLY_RECORD on a thread of its own
+  void note_key(KeyId key);         // a key's first event: its line goes into the recording before the event's
   void take_event(const Event& e);  // an event in time order, to the attributor, the recording and the trace
   void finish_trace(Report& report) noexcept;
 
@@ -115,7 +115,7 @@ class Profiler {
   std::unique_ptr<Timeline> timeline_;   // DOOLY_TRACE
   std::mutex tracks_mu_;
   std::vector<std::tuple<uint32_t, std::string, int32_t>> track_names_;
-  std::vector<bool> recorded_keys_;      // keys whose line the recording has (sampler thread only)
+  std::vector<bool> recorded_keys_;  // keys whose line the recording has (sampler thread only)
   std::vector<std::pair<std::string, std::string>> meta_;
 
   std::mutex attributor_mu_;  // the sampler thread and start/stop's counter reads

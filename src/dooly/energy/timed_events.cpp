@@ -4,8 +4,7 @@
 
 namespace dooly::energy {
 
-bool TimedEvents::add_window(KeyId key, int32_t device, uint32_t track, int64_t t0_ns, int64_t t1_ns,
-                             uint32_t flags) {
+bool TimedEvents::add_window(KeyId key, int32_t device, uint32_t track, int64_t t0_ns, int64_t t1_ns, uint32_t flags) {
   if (t1_ns <= t0_ns) t1_ns = t0_ns + 1;
   std::lock_guard<std::mutex> lock(mu_);
   if (t0_ns < released_ns_) {

@@ -42,10 +42,10 @@ class TimedEvents {
   }
   // Edges waiting now.
   size_t size() const;
-  uint64_t dropped_full() const;   // windows dropped because the staging area was full
-  uint64_t dropped_late() const;   // windows dropped because they came after their time was released
-  uint64_t ends_moved() const;     // ends that came late and were moved up to the released instant
-  int64_t released_ns() const;     // everything before this instant has been handed over (INT64_MIN: nothing)
+  uint64_t dropped_full() const;  // windows dropped because the staging area was full
+  uint64_t dropped_late() const;  // windows dropped because they came after their time was released
+  uint64_t ends_moved() const;    // ends that came late and were moved up to the released instant
+  int64_t released_ns() const;    // everything before this instant has been handed over (INT64_MIN: nothing)
   size_t capacity() const noexcept { return capacity_; }
 
  private:

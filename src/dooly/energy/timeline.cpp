@@ -18,7 +18,9 @@ std::string us(int64_t ns) {
   return fmt::format("{}{}.{:03}", neg ? "-" : "", a / 1000, a % 1000);
 }
 
-std::string quoted(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string quoted(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 // Perfetto groups tracks by process: 0 = the host, d + 1 = GPU d.
 int pid_of(int32_t device) { return device >= 0 ? device + 1 : 0; }
@@ -133,10 +135,11 @@ std::string Timeline::to_json_text(const KeyTable& keys) const {
                      pid_of(device), us(r.t_ns - t0_ns_), r.power_w));
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{";
-  out += fmt::format(R"("dooly_trace_version":{},"windows_seen":{},"windows_kept":{},"max_windows":{},)",
-                     kTraceVersion, windows_seen_, windows_.size(), options_.max_windows);
-  out += fmt::format(R"("readings_kept":{},"readings_dropped":{},"energy":"trapezoid over the readings, idle included")",
-                     readings_.size(), readings_dropped_);
+  out += fmt::format(R"("dooly_trace_version":{},"windows_seen":{},"windows_kept":{},"max_windows":{},)", kTraceVersion,
+                     windows_seen_, windows_.size(), options_.max_windows);
+  out +=
+      fmt::format(R"("readings_kept":{},"readings_dropped":{},"energy":"trapezoid over the readings, idle included")",
+                  readings_.size(), readings_dropped_);
   if (!aggregated_.empty()) {
     out += fmt::format(
         R"j(,"truncated":"the first {} windows are kept whole; later ones only as a count and total time per name (aggregated)")j",

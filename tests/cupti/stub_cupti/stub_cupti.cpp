@@ -94,10 +94,14 @@ static_assert(sizeof(Kernel10) == 216 && sizeof(Memcpy6) == 96 && sizeof(Memset4
 size_t record_size(int32_t kind) {
   switch (kind) {
     case 10:
-    case 3: return sizeof(Kernel10);
-    case 1: return sizeof(Memcpy6);
-    case 2: return sizeof(Memset4);
-    default: return 0;
+    case 3:
+      return sizeof(Kernel10);
+    case 1:
+      return sizeof(Memcpy6);
+    case 2:
+      return sizeof(Memset4);
+    default:
+      return 0;
   }
 }
 
