@@ -38,6 +38,10 @@ struct Launch {
 
 // The run: each kernel alone for a second, then all three streams busy at once, each with random durations and
 // gaps, so their overlaps vary.
+// The concurrent part of the run, as a free window (an NVTX range on the host thread's track, as the CUPTI tracer
+// gives one): [g_phase.first, g_phase.second) once schedule() has set it.
+std::pair<int64_t, int64_t> g_phase;
+
 std::vector<Launch> schedule(int64_t& t_end, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> scale(0.8, 1.2), gap(0.0, 3.0);
@@ -53,6 +57,7 @@ std::vector<Launch> schedule(int64_t& t_end, uint64_t seed) {
     t += 100 * kMs;
   }
   const int64_t start = t, end = t + 6000 * kMs;
+  g_phase = {start, end};
   for (int k = 0; k < 3; ++k)
     for (int64_t s = start + static_cast<int64_t>(gap(rng) * kMs); s < end;) {
       const auto d = static_cast<int64_t>(kKernels[k].ms * scale(rng) * kMs);
@@ -135,6 +140,9 @@ Report analyse(const std::vector<Launch>& launches, const Truth& truth, int64_t 
     events.push_back(
         {l.t1, ids[static_cast<size_t>(l.kernel)], 100u + static_cast<uint32_t>(l.kernel), 0, false, flags::nested});
   }
+  const KeyId phase = keys.intern("concurrent phase", Kind::region);
+  events.push_back({g_phase.first, phase, 0, -1, true, 0});
+  events.push_back({g_phase.second, phase, 0, -1, false, 0});
   std::stable_sort(events.begin(), events.end(), [](const Event& x, const Event& y) {
     return x.t_ns != y.t_ns ? x.t_ns < y.t_ns : (!x.begin && y.begin);
   });
@@ -176,6 +184,15 @@ TEST(Overlap, TheModelRecoversEachConcurrentKernelsEnergyAndTheNaiveSplitsDoNot)
       if (std::fabs(naive_j[k] / truth_j[k] - 1) > 0.10) ++naive_off;
     }
     EXPECT_EQ(trapezoid_off, 3);  // each window charged the others' power too
+    // The free window over the concurrent part: its kernels' energy inside it, from the model's powers.
+    double inside_j = 0;
+    for (const Launch& l : launches) {
+      const int64_t a = std::max(l.t0, g_phase.first) / kStepNs, b = std::min(l.t1, g_phase.second) / kStepNs;
+      if (b > a) inside_j += kKernels[l.kernel].extra_w * static_cast<double>(b - a) * kStepNs * 1e-9;
+    }
+    const RegionRow& ph = row(r, "concurrent phase");
+    EXPECT_EQ(ph.calls, 1u);
+    EXPECT_NEAR(*ph.model_j_per_call(ch.fit.intercept_w), inside_j, 0.01 * inside_j);
     EXPECT_GE(naive_off, 2);      // equal shares move power from the hungry kernels to the light one
   }
 }
