@@ -225,6 +225,28 @@ TEST(Tracer, OneTracerAtATime) {
   a.finish();
 }
 
+TEST(Tracer, WithAnotherSubscriberKernelsAreMeasuredWithoutRanges) {
+  Env env;
+  Stub stub;
+  stub.reset();
+  void* other = nullptr;  // another CUPTI client (Nsight Systems, PyTorch's profiler) holds the callbacks
+  auto subscribe = stub.fn<int (*)(void**, void (*)(void*, int, uint32_t, const void*), void*)>("cuptiSubscribe");
+  ASSERT_EQ(subscribe(&other, nullptr, nullptr), 0);
+  Tracer tracer(constant_power(100.0));
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(tracer.start());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("NVTX ranges are off"), std::string::npos) << err;
+  EXPECT_NE(err.find("another CUPTI client"), std::string::npos) << err;
+  const int64_t g = stub.gpu_now();
+  stub.kernel("k", g + kMs, g + 2 * kMs, 1);
+  stub.deliver();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  tracer.finish();
+  EXPECT_EQ(row(tracer.last_report(), "k").calls, 1u);
+  stub.fn<int (*)(void*)>("cuptiUnsubscribe")(other);
+}
+
 TEST(Tracer, TheBufferPoolIsBoundedAndCuptisDropsAreReported) {
   Env env;
   ScopedEnv buffers("DOOLY_CUPTI_MAX_BUFFERS", "2");

@@ -40,7 +40,10 @@ void on_callback(void* userdata, int domain, uint32_t cbid, const void* data) {
     static_cast<Tracer*>(userdata)->nvtx_callback(cbid, static_cast<const abi::NvtxData*>(data));
 }
 
+// An error that spans lines (the power source's list of backends tried) as the one line it is promised to be.
 std::string one_line(std::string text) {
+  for (size_t at = text.find(":\n  "); at != std::string::npos; at = text.find(":\n  ", at)) text.replace(at, 4, ": ");
+  for (size_t at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) text.replace(at, 3, "; ");
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text;
 }
@@ -116,6 +119,8 @@ bool Tracer::start() noexcept {
   } catch (...) {
     log::error("starting the CUPTI tracer failed -- the program runs on without energy measurement");
   }
+  if (lib_)  // whatever was enabled before the failure: CUPTI would go on collecting for nobody
+    for (int kind : {abi::kKindConcurrentKernel, abi::kKindMemcpy, abi::kKindMemset}) lib_->api().cuptiActivityDisable(kind);
   if (profiler_ && profiler_->running()) (void)profiler_->stop();
   profiler_.reset();
   g_attached.store(nullptr, std::memory_order_release);
@@ -132,7 +137,7 @@ void Tracer::start_locked() {
   if (settings_.output.prefix != "none") energy::check_writable(settings_.output.prefix + ".json");
   const abi::Api& api = lib_->api();
   profiler_ = factory_(settings_.profiler);
-  if (!profiler_->timed_events())
+  if (!profiler_ || !profiler_->timed_events())
     throw SourceError("cupti", 0, "the profiler was opened without a delay for GPU records",
                       "set DOOLY_CUPTI_DELAY_MS (a bug if it is set)");
   clock_ = std::make_unique<GpuClock>([get = api.cuptiGetTimestamp] {
@@ -144,14 +149,7 @@ void Tracer::start_locked() {
               "cuptiActivityRegisterCallbacks");
   profiler_->start();
   enable_activities();
-  if (settings_.nvtx) {
-    lib_->check(api.cuptiSubscribe(&subscriber_, on_callback, this), "cuptiSubscribe");
-    lib_->check(api.cuptiEnableDomain(1, subscriber_, abi::kDomainNvtx), "cuptiEnableDomain(NVTX)");
-    // NVTX hands its calls to the library this names; CUPTI then calls back. Set only when the user has not.
-    const std::string path = file_of(reinterpret_cast<const void*>(api.cuptiGetTimestamp));
-    if (!path.empty() && setenv("NVTX_INJECTION64_PATH", path.c_str(), 0) == 0)
-      log::info("NVTX ranges through {}", std::getenv("NVTX_INJECTION64_PATH"));
-  }
+  if (settings_.nvtx) subscribe_nvtx();
   active_.store(true, std::memory_order_release);
   std::string chans;
   for (const auto& ch : profiler_->channels()) chans += (chans.empty() ? "" : ", ") + ch.name;
@@ -165,6 +163,23 @@ void Tracer::start_discarding() {
   enable_activities();
   active_.store(true, std::memory_order_release);
   log::info("DOOLY_CUPTI_DISCARD=1: collecting GPU records through {} and discarding them", lib_->file());
+}
+
+// NVTX ranges are a bonus: without them (another CUPTI subscriber holds the callbacks) kernels are still measured.
+void Tracer::subscribe_nvtx() {
+  const abi::Api& api = lib_->api();
+  abi::Result rc = api.cuptiSubscribe(&subscriber_, on_callback, this);
+  if (rc == abi::kSuccess) rc = api.cuptiEnableDomain(1, subscriber_, abi::kDomainNvtx);
+  if (rc != abi::kSuccess) {
+    log::warn("NVTX ranges are off: cuptiSubscribe failed: {} -- {}", lib_->describe(rc), fix_for(rc));
+    if (subscriber_) api.cuptiUnsubscribe(subscriber_);
+    subscriber_ = nullptr;
+    return;
+  }
+  // NVTX hands its calls to the library this names; CUPTI then calls back. Set only when the user has not.
+  const std::string path = file_of(reinterpret_cast<const void*>(api.cuptiGetTimestamp));
+  if (!path.empty() && setenv("NVTX_INJECTION64_PATH", path.c_str(), 0) == 0)
+    log::info("NVTX ranges through {}", std::getenv("NVTX_INJECTION64_PATH"));
 }
 
 void Tracer::enable_activities() {

@@ -7,7 +7,8 @@
 // so one stream's windows never overlap; different streams' do, and the model mode's occupancy rows simply add
 // them: docs/energy-attribution.md, "Concurrent kernels"). NVTX ranges are free windows on their host thread's
 // track (host time: push to pop, start to end): they get the device's energy over that span, and no model
-// column of their own (their occupancy would duplicate their kernels'). GPU records reach the engine through the
+// column of their own (their occupancy would duplicate their kernels'): their model figures are the kernels' that
+// ran inside the span (WindowCharger's free windows). GPU records reach the engine through the
 // profiler's staging area (energy/timed_events.hpp), released once older than DOOLY_CUPTI_DELAY_MS.
 //
 // Bounded: at most DOOLY_CUPTI_MAX_BUFFERS activity buffers of DOOLY_CUPTI_BUFFER_KB are out at once (CUPTI drops
@@ -93,6 +94,7 @@ class Tracer {
 
   void start_locked();  // throws: set-up
   void start_discarding();
+  void subscribe_nvtx();
   void enable_activities();
   void record(const GpuRecord& r);
   energy::KeyId key_of(const GpuRecord& r);
