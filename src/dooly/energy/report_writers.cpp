@@ -1,6 +1,7 @@
 #include "dooly/energy/report_writers.hpp"
 
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -207,10 +208,15 @@ std::string format_table(const Report& report) {
                        ch.channel.sensor.description, to_string(model_lead ? Mode::model : Mode::trapezoid));
     out += table_rows(ch, model_lead) + table_summary(ch, model_lead) + table_legend(ch) + "\n";
   }
-  if (report.events_dropped)
-    out += fmt::format(
-        "dooly: {} window edges dropped (event buffer full; raise DOOLY_MAX_EVENTS): calls are undercounted\n",
-        report.events_dropped);
+  if (report.events_dropped) {
+    // Which bound dropped them (the hooks' rings, CUPTI's buffers, the staging of GPU records) is in the meta and
+    // was said on stderr; the rings are the only one the Kokkos connector has.
+    const bool staged = std::any_of(report.meta.begin(), report.meta.end(),
+                                    [](const auto& m) { return m.first == "event_delay_ms"; });
+    out += fmt::format("dooly: {} window edges dropped ({}): calls are undercounted\n", report.events_dropped,
+                       staged ? "a bounded buffer was full or records came late; the meta and stderr say which"
+                              : "event buffer full; raise DOOLY_MAX_EVENTS");
+  }
   return out;
 }
 
