@@ -193,7 +193,7 @@ TEST(Overlap, TheModelRecoversEachConcurrentKernelsEnergyAndTheNaiveSplitsDoNot)
     const RegionRow& ph = row(r, "concurrent phase");
     EXPECT_EQ(ph.calls, 1u);
     EXPECT_NEAR(*ph.model_j_per_call(ch.fit.intercept_w), inside_j, 0.01 * inside_j);
-    EXPECT_GE(naive_off, 2);      // equal shares move power from the hungry kernels to the light one
+    EXPECT_GE(naive_off, 2);  // equal shares move power from the hungry kernels to the light one
   }
 }
 

@@ -120,7 +120,8 @@ bool Tracer::start() noexcept {
     log::error("starting the CUPTI tracer failed -- the program runs on without energy measurement");
   }
   if (lib_)  // whatever was enabled before the failure: CUPTI would go on collecting for nobody
-    for (int kind : {abi::kKindConcurrentKernel, abi::kKindMemcpy, abi::kKindMemset}) lib_->api().cuptiActivityDisable(kind);
+    for (int kind : {abi::kKindConcurrentKernel, abi::kKindMemcpy, abi::kKindMemset})
+      lib_->api().cuptiActivityDisable(kind);
   if (profiler_ && profiler_->running()) (void)profiler_->stop();
   profiler_.reset();
   g_attached.store(nullptr, std::memory_order_release);

@@ -211,8 +211,8 @@ std::string format_table(const Report& report) {
   if (report.events_dropped) {
     // Which bound dropped them (the hooks' rings, CUPTI's buffers, the staging of GPU records) is in the meta and
     // was said on stderr; the rings are the only one the Kokkos connector has.
-    const bool staged = std::any_of(report.meta.begin(), report.meta.end(),
-                                    [](const auto& m) { return m.first == "event_delay_ms"; });
+    const bool staged =
+        std::any_of(report.meta.begin(), report.meta.end(), [](const auto& m) { return m.first == "event_delay_ms"; });
     out += fmt::format("dooly: {} window edges dropped ({}): calls are undercounted\n", report.events_dropped,
                        staged ? "a bounded buffer was full or records came late; the meta and stderr say which"
                               : "event buffer full; raise DOOLY_MAX_EVENTS");

@@ -259,7 +259,7 @@ class WindowCharger {
   std::vector<FrameStack> stacks_;
   std::vector<uint32_t> dense_;                       // thread id -> stacks_ index + 1 (0: none), small ids
   std::unordered_map<uint32_t, uint32_t> dense_big_;  // the same for large ids
-  std::vector<FreeWindow> free_open_;  // open free windows, in the order they opened (few at a time)
+  std::vector<FreeWindow> free_open_;                 // open free windows, in the order they opened (few at a time)
   std::vector<Kind> kinds_;                           // cache of keys_' kinds (no lock per event)
   std::vector<int64_t> self_overlap_ns_;              // [key]: innermost time under its own window(s)
   std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (outer << 32 | inner) -> ns, outer != inner
