@@ -107,6 +107,8 @@ class Tracer {
   void end_range(uint64_t id) noexcept;
   uint32_t host_track() noexcept;
   void add_stream_rows(energy::Report& report) const;
+  std::optional<energy::RegionRow> stream_row(uint32_t track, const StreamKey& sk,
+                                              const energy::ChannelReport& ch) const;
   void add_meta(energy::Report& report) const;
   void count_dropped(void* context, uint32_t stream) noexcept;
   std::vector<HostRange>& host_stack() noexcept;

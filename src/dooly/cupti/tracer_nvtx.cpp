@@ -16,11 +16,23 @@ using energy::Kind;
 
 namespace {
 
-template <typename T>
-T param(const void* params, size_t offset) {
-  T v;
-  std::memcpy(&v, static_cast<const char*>(params) + offset, sizeof(T));
+// The NVTX argument blocks hold pointers and 64-bit ids at fixed offsets (read with memcpy: no alignment assumed).
+const void* pointer_at(const void* params, size_t offset) {
+  const void* v = nullptr;
+  std::memcpy(&v, static_cast<const char*>(params) + offset, sizeof(v));
   return v;
+}
+uint64_t id_at(const void* params, size_t offset) {
+  uint64_t v = 0;
+  std::memcpy(&v, static_cast<const char*>(params) + offset, sizeof(v));
+  return v;
+}
+const char* text_at(const void* params, size_t offset) {
+  const auto* text = static_cast<const char*>(pointer_at(params, offset));
+  return text ? text : "<unnamed range>";
+}
+const abi::NvtxEventAttributes* attributes_at(const void* params, size_t offset) {
+  return static_cast<const abi::NvtxEventAttributes*>(pointer_at(params, offset));
 }
 
 }  // namespace
@@ -109,29 +121,29 @@ void Tracer::nvtx_callback(uint32_t cbid, const abi::NvtxData* data) noexcept {
   try {
     switch (cbid) {
       case abi::kNvtxRangePushA:
-        return push_range(param<const char*>(p, 0) ? param<const char*>(p, 0) : "<unnamed range>");
+        return push_range(text_at(p, 0));
       case abi::kNvtxRangePushEx:
-        return push_range(attribute_message(param<const abi::NvtxEventAttributes*>(p, 0)));
+        return push_range(attribute_message(attributes_at(p, 0)));
       case abi::kNvtxDomainRangePushEx:
-        return push_range(attribute_message(param<const abi::NvtxEventAttributes*>(p, kDomain)));
+        return push_range(attribute_message(attributes_at(p, kDomain)));
       case abi::kNvtxRangePop:
       case abi::kNvtxDomainRangePop:
         return pop_range();
       case abi::kNvtxRangeStartA:
-        if (ret) start_range(*ret, param<const char*>(p, 0) ? param<const char*>(p, 0) : "<unnamed range>");
+        if (ret) start_range(*ret, text_at(p, 0));
         return;
       case abi::kNvtxRangeStartEx:
-        if (ret) start_range(*ret, attribute_message(param<const abi::NvtxEventAttributes*>(p, 0)));
+        if (ret) start_range(*ret, attribute_message(attributes_at(p, 0)));
         return;
       case abi::kNvtxDomainRangeStartEx:
-        if (ret) start_range(*ret, attribute_message(param<const abi::NvtxEventAttributes*>(p, kDomain)));
+        if (ret) start_range(*ret, attribute_message(attributes_at(p, kDomain)));
         return;
       case abi::kNvtxRangeEnd:
-        return end_range(param<uint64_t>(p, 0));
+        return end_range(id_at(p, 0));
       case abi::kNvtxDomainRangeEnd:
-        return end_range(param<uint64_t>(p, kDomain));
+        return end_range(id_at(p, kDomain));
       case abi::kNvtxDomainRegisterStringA: {
-        const char* text = param<const char*>(p, kDomain);
+        const auto* text = static_cast<const char*>(pointer_at(p, kDomain));
         const auto* handle = static_cast<const void* const*>(data->function_return_value);
         if (!text || !handle) return;
         std::lock_guard<std::mutex> lock(nvtx_mu_);

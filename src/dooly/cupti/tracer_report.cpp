@@ -1,5 +1,10 @@
 // What the tracer adds to the engine's report: a row per stream (its kernels' and copies' rows summed, each
 // in proportion to the time it spent on that stream), the kernels' short names, and what CUPTI said.
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "dooly/cupti/tracer.hpp"
@@ -36,30 +41,36 @@ void add_share(RegionRow& sum, const RegionRow& row, uint64_t calls, int64_t tim
 
 }  // namespace
 
+std::optional<RegionRow> Tracer::stream_row(uint32_t track, const StreamKey& sk,
+                                            const energy::ChannelReport& ch) const {
+  RegionRow sum;
+  sum.name = fmt::format("GPU {} stream {}", sk.device, sk.stream);
+  sum.kind = Kind::stream;
+  for (auto it = stream_tallies_.lower_bound({track, 0}); it != stream_tallies_.end() && it->first.first == track;
+       ++it) {
+    auto name = key_names_.find(it->first.second);
+    if (name == key_names_.end()) continue;
+    if (const RegionRow* row = find_row(ch, name->second.first, name->second.second))
+      add_share(sum, *row, it->second.calls, it->second.time_ns);
+  }
+  if (sum.calls == 0) return std::nullopt;
+  if (sum.model_energy_hw_j) sum.model_j_per_call_hw_j = *sum.model_energy_hw_j / static_cast<double>(sum.calls);
+  return sum;
+}
+
 void Tracer::add_stream_rows(energy::Report& report) const {
+  std::unordered_map<std::string, const std::string*> brief;  // kernel name -> its short form
+  for (const auto& [key, text] : short_names_)
+    if (auto it = key_names_.find(key); it != key_names_.end()) brief.emplace(it->second.first, &text);
   for (energy::ChannelReport& ch : report.channels) {
     const bool gpu_only = ch.channel.domain == power::Domain::gpu && ch.channel.device >= 0;
     std::vector<RegionRow> streams;
-    for (const auto& [track, sk] : stream_of_track_) {
-      if (gpu_only && static_cast<int32_t>(sk.device) != ch.channel.device) continue;
-      RegionRow sum;
-      sum.name = fmt::format("GPU {} stream {}", sk.device, sk.stream);
-      sum.kind = Kind::stream;
-      for (auto it = stream_tallies_.lower_bound({track, 0}); it != stream_tallies_.end() && it->first.first == track;
-           ++it) {
-        auto name = key_names_.find(it->first.second);
-        if (name == key_names_.end()) continue;
-        if (const RegionRow* row = find_row(ch, name->second.first, name->second.second))
-          add_share(sum, *row, it->second.calls, it->second.time_ns);
-      }
-      if (sum.calls == 0) continue;
-      if (sum.model_energy_hw_j) sum.model_j_per_call_hw_j = *sum.model_energy_hw_j / static_cast<double>(sum.calls);
-      streams.push_back(std::move(sum));
-    }
+    for (const auto& [track, sk] : stream_of_track_)
+      if (!gpu_only || static_cast<int32_t>(sk.device) == ch.channel.device)
+        if (auto row = stream_row(track, sk, ch)) streams.push_back(std::move(*row));
     for (RegionRow& row : ch.rows)
       if (row.kind == Kind::kernel)
-        for (const auto& [key, brief] : short_names_)
-          if (key_names_.count(key) && key_names_.at(key).first == row.name) row.short_name = brief;
+        if (auto it = brief.find(row.name); it != brief.end()) row.short_name = *it->second;
     for (RegionRow& s : streams) ch.rows.push_back(std::move(s));
   }
 }
