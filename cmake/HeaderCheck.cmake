@@ -25,8 +25,8 @@ function(dooly_add_header_check)
     list(APPEND sources "${tu}")
   endforeach()
   add_library(dooly_header_check OBJECT EXCLUDE_FROM_ALL ${sources})
-  foreach(lib IN ITEMS common power energy kokkos taint trace signature store store_ingest plan predict sim plot
-                      plot_run)
+  foreach(lib IN ITEMS common power energy kokkos cupti taint trace signature store store_ingest plan predict sim
+                      plot plot_run)
     if(TARGET dooly_${lib})
       target_link_libraries(dooly_header_check PRIVATE dooly::${lib})
     endif()

@@ -1,12 +1,16 @@
 #include "dooly/energy/profiler.hpp"
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "dooly/common/clock.hpp"
 #include "support/fake_session.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dooly::energy {
 namespace {
@@ -137,6 +141,62 @@ TEST(Profiler, HooksFromManyThreadsKeepTheirOwnNesting) {
   EXPECT_EQ(rep.unmatched_events, 0u);
   EXPECT_EQ(row(rep.channels[0], "outer").calls, 800u);
   EXPECT_EQ(row(rep.channels[0], "inner").calls, 800u);
+}
+
+}  // namespace
+}  // namespace dooly::energy
+
+namespace dooly::energy {
+namespace {
+
+// Front ends whose windows carry their own time stamps (CUPTI's GPU records) stage them; the sampler hands them
+// to the attributor once they are older than the delay, in time order, whatever order they came in.
+TEST(Profiler, StagedWindowsWithTheirOwnTimesGoThroughTheSamplerInOrder) {
+  dooly::testing::TempDir dir;
+  ProfilerOptions o = fast();
+  o.event_delay_ns = 5'000'000;
+  o.trace_path = dir.path() + "/run.trace.json";
+  Profiler p(o, std::make_unique<FakeSession>(std::vector<double>{200.0}), "fake");
+  ASSERT_NE(p.timed_events(), nullptr);
+  const KeyId a = p.key("a", Kind::kernel);
+  const KeyId b = p.key("b", Kind::kernel);
+  p.name_track(1000, "stream 7", 0);
+  p.start();
+  const int64_t t0 = now_ns();
+  // Stream 2's record arrives before stream 1's, and both overlap.
+  ASSERT_TRUE(p.timed_events()->add_window(b, 0, 1001, t0 + 2'000'000, t0 + 6'000'000, flags::nested));
+  ASSERT_TRUE(p.timed_events()->add_window(a, 0, 1000, t0 + 1'000'000, t0 + 4'000'000, flags::nested));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  Report rep = p.stop();
+  const auto& c = rep.channels.at(0);
+  EXPECT_EQ(row(c, "a").calls, 1u);
+  EXPECT_NEAR(row(c, "a").time_s, 0.003, 1e-12);
+  EXPECT_NEAR(row(c, "b").time_s, 0.004, 1e-12);
+  EXPECT_NEAR(row(c, "a").energy_j, 200.0 * 0.003, 1e-9);
+  EXPECT_EQ(rep.unmatched_events, 0u);
+  EXPECT_EQ(rep.events_dropped, 0u);
+  std::ifstream in(o.trace_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find(R"("name":"a","cat":"kernel","pid":1,"tid":1000)"), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find(R"("name":"stream 7")"), std::string::npos);
+}
+
+TEST(Profiler, StagedWindowsOlderThanWhatWasReleasedAreDroppedAndCounted) {
+  ProfilerOptions o = fast();
+  o.event_delay_ns = 1'000'000;
+  Profiler p(o, std::make_unique<FakeSession>(std::vector<double>{200.0}), "fake");
+  const KeyId a = p.key("a", Kind::kernel);
+  p.start();
+  const int64_t t0 = now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the sampler has released past t0 by now
+  EXPECT_FALSE(p.timed_events()->add_window(a, 0, 1000, t0, t0 + 1000, flags::nested));
+  Report rep = p.stop();
+  EXPECT_EQ(rep.events_dropped, 2u);
+  bool said = false;
+  for (const auto& [k, v] : rep.meta)
+    if (k == "staged_windows_dropped_late") said = v == "1";
+  EXPECT_TRUE(said);
 }
 
 }  // namespace

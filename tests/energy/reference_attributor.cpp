@@ -272,6 +272,7 @@ class Reference {
     opens.pop_back();
     const int64_t dt = ev.t_ns - f.t0;
     const bool idle = keys_.info(ev.key).kind == Kind::idle;
+    if (!idle) closed_free_.push_back({f.key, f.t0, ev.t_ns});
     for (size_t c = 0; c < n_; ++c) {
       if (!relevant(c, f.device)) continue;
       if (idle) {
@@ -307,6 +308,12 @@ class Reference {
       while (!stack.empty()) {
         ++unmatched_;
         pop(stack, t_close);
+      }
+    // A free window's overlaps: the time each key was innermost (on any thread) while it was open.
+    for (const ClosedFree& w : closed_free_)
+      for (const Segment& s : segments_) {
+        const int64_t ns = std::min(w.t1, s.t1) - std::max(w.t0, s.t0);
+        if (ns > 0) overlap_[{w.key, s.key}] += ns;
       }
   }
 
@@ -559,6 +566,11 @@ class Reference {
   std::map<std::pair<KeyId, KeyId>, int64_t> overlap_;
   std::map<std::string, KeyId> row_keys_;
   std::vector<Segment> segments_;
+  struct ClosedFree {
+    KeyId key;
+    int64_t t0, t1;
+  };
+  std::vector<ClosedFree> closed_free_;
   std::vector<int> busy_;
   std::vector<double> busy_e0_, attributed_;
   std::vector<std::optional<std::pair<double, int64_t>>> idle_;

@@ -51,7 +51,7 @@ const char* const kVars[] = {"DOOLY_POWER_SOURCE", "DOOLY_REPLAY_FILE", "DOOLY_R
                              "DOOLY_RECORD",       "DOOLY_MAX_EVENTS",  "DOOLY_GPUS",
                              "DOOLY_OUTPUT",       "DOOLY_TABLE",       "DOOLY_FENCES",
                              "DOOLY_TABLE_FILE",   "DOOLY_NVML_MODE",  "DOOLY_FIT",
-                             "DOOLY_LOG"};
+                             "DOOLY_LOG",          "DOOLY_TRACE"};
 
 int count_dooly_lines(const std::string& text) {
   std::istringstream in(text);
@@ -221,6 +221,42 @@ TEST_F(ConnectorTest, KernelsOfEveryKindAreRoutedByDeviceAndChargedPowerTimesTim
   }
   // The same windows on both channels: equal times, energies in the ratio of the powers.
   EXPECT_DOUBLE_EQ(row(g0, "prefix").time_s, row(g1, "prefix").time_s);
+}
+
+// DOOLY_TRACE hangs off the profiler: the connector's runs get the Perfetto trace too, each kernel on its thread's
+// track with its energy on the channel it was charged to.
+TEST_F(ConnectorTest, TheTraceHasEveryKernelAndRegionWithItsEnergy) {
+  const std::string path = (dir_ / "run.trace.json").string();
+  setenv("DOOLY_TRACE", path.c_str(), 1);
+  Connector c(factory());
+  kokkos_init(c);
+  ASSERT_TRUE(c.active());
+  uint64_t kid = 0;
+  c.push_region("outer");
+  c.begin_kernel(Kind::kernel_for, "axpy", dev_id(DeviceType::cuda, 1), &kid);
+  window_ms(3);
+  c.end_kernel(kid);
+  c.pop_region();
+  c.finalize();
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  const auto j = nlohmann::json::parse(in);
+  int slices = 0;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    ++slices;
+    const double dur_s = e.at("dur").get<double>() * 1e-6;
+    if (e.at("name") == "axpy") {
+      EXPECT_EQ(e.at("pid"), 2);  // GPU 1
+      EXPECT_NEAR(e.at("args").at("energy_j_gpu1").get<double>(), kGpu1W * dur_s, 1e-6 * kGpu1W);
+      EXPECT_FALSE(e.at("args").contains("energy_j_gpu0"));
+    } else {
+      EXPECT_EQ(e.at("name"), "outer");
+      EXPECT_TRUE(e.at("args").contains("energy_j_gpu0"));  // a host region: every channel
+    }
+  }
+  EXPECT_EQ(slices, 2);
+  EXPECT_EQ(meta(c.last_report(), "trace"), path);
 }
 
 TEST_F(ConnectorTest, ALabelBufferReusedForOtherLabelsGetsEachItsOwnRow) {

@@ -355,12 +355,12 @@ TEST(RecordedReadings, ReplayReadsThePowerLinesAndSkipsTheEnergyOnes) {
 TEST(Recording, UnknownKeyKindIsRefusedAtItsLine) {
   // The kind was checked only by the analysis, in a message without file:line.
   TempDir dir;
-  testing::write_file(dir.file("k"), "# dooly-recording v1\nkey,1,kernel,a\n");
+  testing::write_file(dir.file("k"), "# dooly-recording v1\nkey,1,kernels,a\n");  // ("kernel" is a kind now)
   try {
     read_recording(dir.file("k"));
     FAIL() << "should throw";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.problem()), dir.file("k") + ":2: the key kind is 'kernel'");
+    EXPECT_EQ(std::string(e.problem()), dir.file("k") + ":2: the key kind is 'kernels'");
     EXPECT_NE(e.fix().find("for, reduce, scan, region"), std::string::npos);
   }
 }

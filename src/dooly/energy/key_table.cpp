@@ -7,7 +7,7 @@
 namespace dooly::energy {
 
 namespace {
-constexpr std::array<std::pair<Kind, std::string_view>, 9> kKindNames{{
+constexpr std::array<std::pair<Kind, std::string_view>, 11> kKindNames{{
     {Kind::kernel_for, "for"},
     {Kind::kernel_reduce, "reduce"},
     {Kind::kernel_scan, "scan"},
@@ -17,6 +17,8 @@ constexpr std::array<std::pair<Kind, std::string_view>, 9> kKindNames{{
     {Kind::copy, "copy"},
     {Kind::idle, "idle"},
     {Kind::other, "other"},
+    {Kind::kernel, "kernel"},
+    {Kind::stream, "stream"},
 }};
 
 std::string map_key(std::string_view name, Kind kind) {
@@ -38,7 +40,7 @@ std::string_view to_string(Kind kind) noexcept {
 Kind kind_from_string(std::string_view word) {
   for (const auto& [k, n] : kKindNames)
     if (n == word) return k;
-  DOOLY_THROW(InputError, "use one of for, reduce, scan, region, section, fence, copy, idle, other",
+  DOOLY_THROW(InputError, "use one of for, reduce, scan, region, section, fence, copy, idle, other, kernel, stream",
               "unknown region kind '{}'", word);
 }
 

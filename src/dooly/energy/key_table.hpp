@@ -12,7 +12,21 @@ namespace dooly::energy {
 
 using KeyId = uint32_t;
 
-enum class Kind : uint8_t { kernel_for, kernel_reduce, kernel_scan, region, section, fence, copy, idle, other };
+// kernel: a GPU kernel seen by its own device timestamps (CUPTI); stream: a GPU stream's kernels taken together.
+// New kinds go at the end (a key's kind number is part of the key table's map).
+enum class Kind : uint8_t {
+  kernel_for,
+  kernel_reduce,
+  kernel_scan,
+  region,
+  section,
+  fence,
+  copy,
+  idle,
+  other,
+  kernel,
+  stream
+};
 std::string_view to_string(Kind kind) noexcept;
 Kind kind_from_string(std::string_view word);  // throws InputError for an unknown word
 

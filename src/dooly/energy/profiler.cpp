@@ -12,6 +12,7 @@
 #include "dooly/common/log.hpp"
 #include "dooly/energy/recording.hpp"
 #include "dooly/energy/report.hpp"
+#include "dooly/energy/report_writers.hpp"
 
 namespace dooly::energy {
 
@@ -36,6 +37,9 @@ ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
   if (auto x = v.choice("MODE")) o.mode = mode_from_string(*x);
   if (auto x = v.text("RECORD")) o.record_path = *x;
   if (auto x = v.whole("MAX_EVENTS")) o.max_buffered_events = static_cast<size_t>(*x);
+  if (auto x = v.text("TRACE")) o.trace_path = *x;
+  if (auto x = v.whole("TRACE_MAX_WINDOWS")) o.trace_max_windows = static_cast<size_t>(*x);
+  if (auto x = v.whole("CUPTI_MAX_PENDING")) o.max_staged_events = static_cast<size_t>(*x);
   if (auto x = v.list("GPUS")) {
     for (const auto& item : *x) {
       int d = -1;
@@ -206,6 +210,8 @@ Profiler::Profiler(ProfilerOptions options, std::unique_ptr<power::Session> sess
   for (auto& ch : channels_) apply_sensor_overrides(ch, options_.sensor_window_ns, options_.sensor_delay_ns);
   channel_dead_.assign(channels_.size(), false);
   attributor_ = std::make_unique<Attributor>(channels_, keys_, options_.attribution);
+  if (options_.event_delay_ns > 0) staged_ = std::make_unique<TimedEvents>(options_.max_staged_events);
+  if (!options_.trace_path.empty()) check_writable(options_.trace_path);
   if (!options_.record_path.empty()) {
     recorder_ = std::make_unique<Recorder>(options_.record_path, backend_, channels_);  // throws InputError
     record_ = std::make_unique<RecordBatch>();
@@ -263,6 +269,8 @@ void Profiler::tick(int64_t) noexcept {
       last_poll_error_ = st.message;
     }
     for (const power::Reading& r : readings_) attributor_->add_reading(r);
+    if (timeline_)
+      for (const power::Reading& r : readings_) timeline_->add_reading(r);
     if (recorder_) record_->samples.insert(record_->samples.end(), readings_.begin(), readings_.end());
     // After this poll's readings (the last a failing source hands over): the model keeps the segments a live
     // channel's readings still need, not a dead one's.
@@ -278,10 +286,28 @@ void Profiler::tick(int64_t) noexcept {
     converter_.calibrate();
     const int64_t complete_ns = converter_.to_ns(ticks());
     attributor_->expect_events(complete_ns);
+    if (staged_) {
+      // Events with their own time stamps come late: only what is older than the delay is final.
+      buffers_.drain_in_order(drained_, [&](uint32_t thread, const RawEvent& raw) {
+        const int64_t t = converter_.to_ns(raw.ticks);
+        if (raw.begin)
+          (void)staged_->add_begin(raw.key, raw.device, thread, t, raw.flags);
+        else
+          staged_->add_end(raw.key, raw.device, thread, t, raw.flags);
+      });
+      const int64_t horizon = complete_ns - options_.event_delay_ns;
+      attributor_->expect_events(horizon);
+      staged_->release(horizon, [&](const Event& e) { take_event(e); });
+      attributor_->advance(horizon);
+      if (recorder_) recorder_->submit(*record_);
+      return;
+    }
     // Per event, inlined into the drain loop (a call per event was ~7 % of the sampler's time).
     buffers_.drain_in_order(
         drained_, [&](uint32_t thread, const RawEvent& raw) __attribute__((always_inline)) {
           const Event e{converter_.to_ns(raw.ticks), raw.key, thread, raw.device, raw.begin != 0, raw.flags};
+          if (timeline_) [[unlikely]]
+            return take_event(e);
           attributor_->add_event(e);
           if (recorder_) {
             if (e.key >= recorded_keys_.size() || !recorded_keys_[e.key]) [[unlikely]]
@@ -297,6 +323,43 @@ void Profiler::tick(int64_t) noexcept {
   }
 }
 
+void Profiler::take_event(const Event& e) {
+  attributor_->add_event(e);
+  if (timeline_) timeline_->add_event(e);
+  if (recorder_) {
+    if (e.key >= recorded_keys_.size() || !recorded_keys_[e.key]) [[unlikely]]
+      note_key(e.key);
+    record_->events.push_back(e);
+  }
+}
+
+void Profiler::name_track(uint32_t track, std::string name, int32_t device) {
+  std::lock_guard<std::mutex> lock(tracks_mu_);
+  track_names_.emplace_back(track, std::move(name), device);
+}
+
+void Profiler::finish_trace(Report& report) noexcept {
+  if (!timeline_) return;
+  try {
+    {
+      std::lock_guard<std::mutex> lock(tracks_mu_);
+      for (const auto& [track, name, device] : track_names_) timeline_->name_track(track, name, device);
+    }
+    write_file_atomic(options_.trace_path, timeline_->to_json_text(keys_));
+    report.meta.emplace_back("trace", options_.trace_path);
+    if (timeline_->windows_aggregated() > 0) {
+      report.meta.emplace_back("trace_windows_aggregated", std::to_string(timeline_->windows_aggregated()));
+      log::warn(
+          "the trace {} keeps the first {} of {} windows whole; the other {} are a count and a total time per "
+          "name in its metadata (raise DOOLY_TRACE_MAX_WINDOWS for more)",
+          options_.trace_path, timeline_->windows_kept(), timeline_->windows_seen(), timeline_->windows_aggregated());
+    }
+    log::info("wrote the trace {} ({} windows)", options_.trace_path, timeline_->windows_kept());
+  } catch (const std::exception& e) {
+    log::error("writing the trace failed: {}", e.what());
+  }
+}
+
 void Profiler::note_key(KeyId key) {
   if (key >= recorded_keys_.size()) recorded_keys_.resize(key + 1, false);
   recorded_keys_[key] = true;
@@ -309,10 +372,13 @@ void Profiler::start() {
   // Each start/stop is a run of its own: a second start attributes afresh (the profiler's per-point windows).
   if (ran_) attributor_ = std::make_unique<Attributor>(channels_, keys_, options_.attribution);
   ran_ = true;
+  if (!options_.trace_path.empty())
+    timeline_ = std::make_unique<Timeline>(channels_, TimelineOptions{options_.trace_max_windows});
   converter_.calibrate_initial();
   start_ns_ = now_ns();
   read_counters();
   attributor_->begin_run(start_ns_);
+  if (timeline_) timeline_->begin_run(start_ns_);
   running_ = true;
   buffers_.accept(true);
   sampler_ = std::make_unique<Sampler>(options_.period_ns, [this](int64_t now) { tick(now); });
@@ -337,6 +403,13 @@ Report Profiler::stop() {
   for (const auto& ch : channels_) lag_ns = std::max(lag_ns, ch.sensor.delay_ns + ch.sensor.update_ns);
   std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(lag_ns, 200'000'000)));
   sampler_->stop();
+  if (staged_) {  // what is still staged: the front end flushed its last records before stopping
+    std::lock_guard<std::mutex> lock(attributor_mu_);
+    staged_->release(INT64_MAX, [&](const Event& e) {
+      if (e.t_ns <= t_end) take_event(e);
+    });
+    if (recorder_) recorder_->submit(*record_);
+  }
   Report report = attributor_->finish(t_end);
   report.backend = backend_;
   report.mode = options_.mode;
@@ -358,6 +431,21 @@ Report Profiler::stop() {
         "lower DOOLY_PERIOD_MS",
         report.events_dropped, buffers_.capacity());
   }
+  if (staged_) {
+    const uint64_t full = staged_->dropped_full(), late = staged_->dropped_late();
+    report.events_dropped += 2 * (full + late);
+    report.meta.emplace_back("staged_windows_dropped_full", std::to_string(full));
+    report.meta.emplace_back("staged_windows_dropped_late", std::to_string(late));
+    report.meta.emplace_back("staged_ends_moved", std::to_string(staged_->ends_moved()));
+    report.meta.emplace_back("event_delay_ms", fmt::format("{:g}", static_cast<double>(options_.event_delay_ns) / 1e6));
+    if (full > 0)
+      log::warn("{} windows were dropped: {} edges waited for their delay at once (raise DOOLY_CUPTI_MAX_PENDING)",
+                full, staged_->capacity());
+    if (late > 0)
+      log::warn("{} windows came later than the {:g} ms delay allows and were dropped (raise DOOLY_CUPTI_DELAY_MS)",
+                late, static_cast<double>(options_.event_delay_ns) / 1e6);
+  }
+  finish_trace(report);
   if (recorder_) {
     Recorder::Batch b;
     b.meta = {{"run_start_ns", std::to_string(start_ns_)}, {"run_end_ns", std::to_string(t_end)}};

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "dooly/common/fast_clock.hpp"
@@ -19,6 +20,8 @@
 #include "dooly/energy/key_table.hpp"
 #include "dooly/energy/report.hpp"
 #include "dooly/energy/sampler.hpp"
+#include "dooly/energy/timed_events.hpp"
+#include "dooly/energy/timeline.hpp"
 #include "dooly/power/registry.hpp"
 
 namespace dooly::energy {
@@ -35,6 +38,12 @@ struct ProfilerOptions {
   Mode mode = Mode::model;                  // DOOLY_MODE: which mode the table leads with
   std::string record_path;                  // DOOLY_RECORD: write every reading and window for re-analysis
   size_t max_buffered_events = 1u << 18;    // DOOLY_MAX_EVENTS: events per host thread between two sampler ticks
+  std::string trace_path;                   // DOOLY_TRACE: a Chrome / Perfetto trace of the run (timeline.hpp)
+  size_t trace_max_windows = 1'000'000;     // DOOLY_TRACE_MAX_WINDOWS: windows the trace keeps whole
+  // Front ends whose events carry their own time stamps and arrive late (CUPTI) set this: events are staged
+  // (timed_events()) and handed to the attributor only once they are this old; 0: straight from the rings.
+  int64_t event_delay_ns = 0;
+  size_t max_staged_events = 1u << 20;  // DOOLY_CUPTI_MAX_PENDING: edges staged at once (with a delay)
 
   // The settings above from checked values (settings.hpp's table); throws InputError naming the setting.
   static ProfilerOptions from_settings(const SettingValues& values);
@@ -64,6 +73,11 @@ class Profiler {
   }
   // The rings begin() and end() write: for hooks that record through their thread's share directly.
   EventBuffers& events() noexcept { return buffers_; }
+  // Where front ends with their own time stamps put their windows (options.event_delay_ns > 0), else nullptr.
+  // Edges added before start() or after stop() are not used.
+  TimedEvents* timed_events() noexcept { return staged_.get(); }
+  // Names a track (an event's `thread`) in the trace (DOOLY_TRACE); device >= 0 groups it under that GPU.
+  void name_track(uint32_t track, std::string name, int32_t device);
 
   void add_meta(std::string key, std::string value);
   void start();
@@ -81,9 +95,11 @@ class Profiler {
  private:
   void tick(int64_t now_ns) noexcept;
   void read_counters() noexcept;
-  struct RecordBatch;        // what one tick adds to the recording
-  class Recorder;            // writes DOOLY_RECORD on a thread of its own
-  void note_key(KeyId key);  // a key's first event: its line goes into the recording before the event's
+  struct RecordBatch;               // what one tick adds to the recording
+  class Recorder;                   // writes DOOLY_RECORD on a thread of its own
+  void note_key(KeyId key);         // a key's first event: its line goes into the recording before the event's
+  void take_event(const Event& e);  // an event in time order, to the attributor, the recording and the trace
+  void finish_trace(Report& report) noexcept;
 
   ProfilerOptions options_;
   std::unique_ptr<power::Session> session_;
@@ -95,7 +111,11 @@ class Profiler {
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<Recorder> recorder_;
   std::unique_ptr<RecordBatch> record_;  // the tick's items (sampler thread only)
-  std::vector<bool> recorded_keys_;      // keys whose line the recording has (sampler thread only)
+  std::unique_ptr<TimedEvents> staged_;  // with a delay: every event waits here until it is old enough
+  std::unique_ptr<Timeline> timeline_;   // DOOLY_TRACE
+  std::mutex tracks_mu_;
+  std::vector<std::tuple<uint32_t, std::string, int32_t>> track_names_;
+  std::vector<bool> recorded_keys_;  // keys whose line the recording has (sampler thread only)
   std::vector<std::pair<std::string, std::string>> meta_;
 
   std::mutex attributor_mu_;  // the sampler thread and start/stop's counter reads

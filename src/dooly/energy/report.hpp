@@ -29,6 +29,7 @@ Mode mode_from_string(std::string_view word);  // throws InputError
 
 struct RegionRow {
   std::string name;
+  std::string short_name;  // a shorter label for the table where the name is long (CUPTI: a kernel's own name)
   Kind kind = Kind::other;
   uint64_t calls = 0;
   double time_s = 0.0;       // inclusive: summed over windows
@@ -64,6 +65,7 @@ struct RegionRow {
   // The model cannot be trusted for this row: not identifiable, or its interval is too wide.
   bool model_unresolved() const noexcept { return model_inseparable || model_imprecise; }
   bool mostly_short() const noexcept { return calls && short_windows * 2 > calls; }
+  const std::string& label() const noexcept { return short_name.empty() ? name : short_name; }
 };
 
 struct ModelFit {

@@ -1,6 +1,7 @@
 #include "dooly/energy/report_writers.hpp"
 
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "dooly/common/error.hpp"
+#include "dooly/common/log.hpp"
 
 namespace dooly::energy {
 
@@ -110,7 +112,7 @@ namespace {
 std::string table_rows(const ChannelReport& ch, bool model_lead) {
   const double model_floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
   size_t width = 16;
-  for (const auto& r : ch.rows) width = std::max(width, std::min<size_t>(r.name.size(), 48));
+  for (const auto& r : ch.rows) width = std::max(width, std::min<size_t>(r.label().size(), 48));
   const std::string header = fmt::format("{:<{}}  {:>9}  {:>10}  {:>11}  {:>10}  {:>9}  {:>7}  {:>13}  {}", "region",
                                          width, "calls", "time(s)", "energy(J)", "J/call", "+-(95%)", "avg(W)",
                                          model_lead ? "J/call(trap)" : "J/call(model)", "flags");
@@ -130,7 +132,7 @@ std::string table_rows(const ChannelReport& ch, bool model_lead) {
         model_lead ? std::optional<double>(r->j_per_call(ch.baseline_w)) : r->model_j_per_call(model_floor);
     const double avg = r->time_s > 0 ? energy / r->time_s : 0;
     out += fmt::format("{:<{}}  {:>9}  {:>10.4f}  {:>11}  {:>10}  {:>9}  {:>7.0f}  {:>13}  {}\n",
-                       shorten(r->name, width), width, r->calls, r->time_s, compact(energy), compact(jpc),
+                       shorten(r->label(), width), width, r->calls, r->time_s, compact(energy), compact(jpc),
                        model_lead ? interval(r->model_j_per_call_hw_j) : std::string("-"), avg,
                        other ? compact(*other) : std::string("-"), flags_of(*r));
   }
@@ -206,10 +208,15 @@ std::string format_table(const Report& report) {
                        ch.channel.sensor.description, to_string(model_lead ? Mode::model : Mode::trapezoid));
     out += table_rows(ch, model_lead) + table_summary(ch, model_lead) + table_legend(ch) + "\n";
   }
-  if (report.events_dropped)
-    out += fmt::format(
-        "dooly: {} window edges dropped (event buffer full; raise DOOLY_MAX_EVENTS): calls are undercounted\n",
-        report.events_dropped);
+  if (report.events_dropped) {
+    // Which bound dropped them (the hooks' rings, CUPTI's buffers, the staging of GPU records) is in the meta and
+    // was said on stderr; the rings are the only one the Kokkos connector has.
+    const bool staged =
+        std::any_of(report.meta.begin(), report.meta.end(), [](const auto& m) { return m.first == "event_delay_ms"; });
+    out += fmt::format("dooly: {} window edges dropped ({}): calls are undercounted\n", report.events_dropped,
+                       staged ? "a bounded buffer was full or records came late; the meta and stderr say which"
+                              : "event buffer full; raise DOOLY_MAX_EVENTS");
+  }
   return out;
 }
 
@@ -329,6 +336,7 @@ nlohmann::json to_json(const Report& report) {
                               {"model_j_per_call_sensor_j", hw(r.model_j_per_call_sensor_j)},
                               {"model_imprecise", r.model_imprecise},
                               {"model_sensor_sensitive", r.model_sensor_sensitive}});
+      if (!r.short_name.empty()) c["regions"].back()["short_name"] = r.short_name;
     }
     j["channels"].push_back(c);
   }
@@ -358,6 +366,7 @@ std::optional<double> half_width(const json& x, const char* key) {
 RegionRow row_from_json(const json& x) {
   RegionRow row;
   row.name = x.at("name").get<std::string>();
+  if (x.contains("short_name")) row.short_name = x.at("short_name").get<std::string>();
   row.kind = kind_from_string(x.at("kind").get<std::string>());
   row.calls = x.at("calls").get<uint64_t>();
   row.time_s = x.at("time_s").get<double>();
@@ -466,6 +475,32 @@ Report report_from_json(const nlohmann::json& j) {
     DOOLY_THROW(InputError, "pass a report written by dooly, unedited", "malformed dooly report: {}", e.what());
   }
   return r;
+}
+
+std::string write_outputs(const Report& report, const OutputSettings& o) noexcept {
+  std::string table;
+  try {
+    table = format_table(report);
+    if (o.table) {
+      if (!o.table_path.empty()) {
+        write_file_atomic(o.table_path, table);
+      } else {
+        std::fputs(table.c_str(), stdout);
+        std::fflush(stdout);
+      }
+    }
+  } catch (const std::exception& e) {
+    log::error("{}", e.what());
+  }
+  if (o.prefix == "none") return table;
+  try {
+    write_file_atomic(o.prefix + ".csv", to_csv(report));
+    write_file_atomic(o.prefix + ".json", to_json_text(report));
+    log::info("wrote {}.csv and {}.json", o.prefix, o.prefix);
+  } catch (const std::exception& e) {
+    log::error("{}", e.what());
+  }
+  return table;
 }
 
 void check_writable(const std::string& path) {

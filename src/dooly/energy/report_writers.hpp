@@ -19,6 +19,16 @@ std::string to_json_text(const Report& report);
 // Reads what to_json wrote; throws InputError when the version is missing or not ours.
 Report report_from_json(const nlohmann::json& j);
 
+// What a front end does with its report at the end (the Kokkos connector and the CUPTI tracer alike): the table
+// to stdout or to table_path, and <prefix>.csv and <prefix>.json unless the prefix is "none". Failures are
+// logged, one line each, never thrown (this runs inside the measured program). Returns the table.
+struct OutputSettings {
+  std::string prefix;      // DOOLY_OUTPUT
+  bool table = true;       // DOOLY_TABLE
+  std::string table_path;  // DOOLY_TABLE_FILE; empty: stdout
+};
+std::string write_outputs(const Report& report, const OutputSettings& settings) noexcept;
+
 // Writes to path.tmp then renames; throws InputError naming the path and the fix.
 void write_file_atomic(const std::string& path, const std::string& content);
 // Checks now that path can be created, so a bad output path is reported before the run, not after it.

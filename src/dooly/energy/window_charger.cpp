@@ -1,6 +1,7 @@
 #include "dooly/energy/window_charger.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace dooly::energy {
 
@@ -128,17 +129,18 @@ Kind WindowCharger::kind_of(KeyId key) {
 }
 
 void WindowCharger::free_event(const Event& ev, const double* e, bool extrapolated) {
-  auto& opens = free_open_[ev.key];
   if (ev.begin) {
-    opens.push_back(FreeWindow{ev.key, ev.device, ev.t_ns, std::vector<double>(e, e + n_channels_)});
+    free_open_.push_back(FreeWindow{ev.key, ev.device, ev.t_ns, std::vector<double>(e, e + n_channels_), {}});
     return;
   }
-  if (opens.empty()) {
+  // The key's most recent open window (free windows of one key close last-opened first).
+  auto it = std::find_if(free_open_.rbegin(), free_open_.rend(), [&](const FreeWindow& w) { return w.key == ev.key; });
+  if (it == free_open_.rend()) {
     ++unmatched_;
     return;
   }
-  const FreeWindow o = std::move(opens.back());
-  opens.pop_back();
+  FreeWindow o = std::move(*it);
+  free_open_.erase(std::next(it).base());
   const int64_t dt = ev.t_ns - o.t0;
   const bool idle = kind_of(ev.key) == Kind::idle;
   for (size_t c = 0; c < n_channels_; ++c) {
@@ -154,6 +156,13 @@ void WindowCharger::free_event(const Event& ev, const double* e, bool extrapolat
     if (dt < channels_[c].update_ns) ++t.short_windows;
     if (extrapolated) ++t.extrapolated;
   }
+  if (!segments_ || idle) return;
+  // What is innermost now ran inside it too, since the later of its stretch's start and the window's.
+  for_each_open_innermost([&](uint32_t, const OpenInnermost& in) {
+    const int64_t from = std::max(in.since_ns, o.t0);
+    if (ev.t_ns > from) o.inner.add(in.key, ev.t_ns - from);
+  });
+  add_overlaps(o.key, o.inner);
 }
 
 void WindowCharger::close_all(int64_t t, const double* e, bool extrapolated) {

@@ -152,6 +152,9 @@ class WindowCharger {
     int32_t device;
     int64_t t0;
     std::vector<double> e0;
+    // Innermost time of every key (on any thread) while it is open: its model figures, as a nested window's
+    // `inner` gives them (a section, an NVTX range over a stream's kernels).
+    KeyTally inner;
   };
   struct ChannelState {
     int32_t only_device = -1;
@@ -214,7 +217,15 @@ class WindowCharger {
     copy_energies(parent.seg_e0, e);
   }
   void record_segment(KeyId key, int32_t device, int64_t t0, int64_t t1, const FrameStack& stack) {
-    if (segments_) segments_->add({t0, t1, key, device, stack.thread});
+    if (!segments_) return;
+    segments_->add({t0, t1, key, device, stack.thread});
+    if (!free_open_.empty()) [[unlikely]]
+      tally_free(key, t0, t1);
+  }
+  // The part of a segment inside each open free window.
+  void tally_free(KeyId key, int64_t t0, int64_t t1) {
+    for (FreeWindow& w : free_open_)
+      if (t1 > std::max(t0, w.t0)) w.inner.add(key, t1 - std::max(t0, w.t0));
   }
   void add_self_overlap(KeyId key, int64_t ns) {
     if (key >= self_overlap_ns_.size()) self_overlap_ns_.resize(static_cast<size_t>(key) + 1, 0);
@@ -248,7 +259,7 @@ class WindowCharger {
   std::vector<FrameStack> stacks_;
   std::vector<uint32_t> dense_;                       // thread id -> stacks_ index + 1 (0: none), small ids
   std::unordered_map<uint32_t, uint32_t> dense_big_;  // the same for large ids
-  std::unordered_map<KeyId, std::vector<FreeWindow>> free_open_;
+  std::vector<FreeWindow> free_open_;                 // open free windows, in the order they opened (few at a time)
   std::vector<Kind> kinds_;                           // cache of keys_' kinds (no lock per event)
   std::vector<int64_t> self_overlap_ns_;              // [key]: innermost time under its own window(s)
   std::unordered_map<uint64_t, int64_t> overlap_ns_;  // (outer << 32 | inner) -> ns, outer != inner

@@ -377,27 +377,7 @@ void Connector::finalize() noexcept {
 }
 
 void Connector::write_outputs() noexcept {
-  table_ = energy::format_table(report_);
-  if (settings_.table) {
-    if (!settings_.table_path.empty()) {
-      try {
-        energy::write_file_atomic(settings_.table_path, table_);
-      } catch (const std::exception& e) {
-        log::error("{}", e.what());
-      }
-    } else {
-      std::fputs(table_.c_str(), stdout);
-      std::fflush(stdout);
-    }
-  }
-  if (settings_.output_prefix == "none") return;
-  try {
-    energy::write_file_atomic(settings_.output_prefix + ".csv", energy::to_csv(report_));
-    energy::write_file_atomic(settings_.output_prefix + ".json", energy::to_json_text(report_));
-    log::info("wrote {}.csv and {}.json", settings_.output_prefix, settings_.output_prefix);
-  } catch (const std::exception& e) {
-    log::error("{}", e.what());
-  }
+  table_ = energy::write_outputs(report_, {settings_.output_prefix, settings_.table, settings_.table_path});
 }
 
 }  // namespace dooly::kokkos

@@ -1,0 +1,109 @@
+"""Summaries for scripts/gpu/validate_cupti.sh.
+
+  summarize_cupti.py demo REPORT.json       checks cupti_demo's report: the rows it must have, no drops, the
+                                            clock residual, attributed + unattributed against the energy counter
+  summarize_cupti.py overhead FOLDER        medians of the overhead runs: plain / CUPTI alone / dooly, per size,
+                                            and the overheads against the 3 % target; writes FOLDER/../overhead.json
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+TARGET = 0.03
+
+
+def meta(report, key):
+    return dict(report.get("meta", {})).get(key)
+
+
+def demo(path):
+    with open(path) as f:
+        r = json.load(f)
+    ok = True
+    for ch in r["channels"]:
+        rows = {x["name"]: x for x in ch["regions"]}
+        kinds = {}
+        for x in ch["regions"]:
+            kinds.setdefault(x["kind"], []).append(x)
+        print(f"{ch['name']}: {len(ch['regions'])} rows, baseline {ch['baseline_w']:.1f} W, fit {ch['model_fit']['fitted']}")
+        for x in sorted(ch["regions"], key=lambda x: -(x.get("model_energy_j") or x["energy_j"])):
+            print(f"  {x['kind']:7} {x.get('short_name') or x['name'][:60]:60} calls {x['calls']:7} "
+                  f"time {x['time_s']:8.4f} s  J/call model {x['model_j_per_call'] if x['model_j_per_call'] is not None else float('nan'):.5f}"
+                  f" +- {x['model_j_per_call_hw_j'] if isinstance(x['model_j_per_call_hw_j'], (int, float)) else float('nan'):.5f}"
+                  f"  trapezoid {x['j_per_call']:.5f}")
+        for needed in ("saxpy", "fma_chain"):
+            if not any(needed == x.get("short_name") or x["name"].startswith(needed) for x in kinds.get("kernel", [])):
+                print(f"MISSING kernel row {needed}")
+                ok = False
+        for needed in ("step", "setup", "teardown"):
+            if needed not in rows:
+                print(f"MISSING NVTX row {needed}")
+                ok = False
+        if not any(x["name"].startswith("memcpy HtoD") for x in kinds.get("copy", [])):
+            print("MISSING memcpy HtoD row")
+            ok = False
+        if len(kinds.get("stream", [])) < 2:
+            print("MISSING stream rows (want 2)")
+            ok = False
+        cs = ch["conservation"]
+        if cs.get("counter_delta_j"):
+            total = cs["attributed_j"] + cs["unattributed_j"]
+            print(f"  conservation: trace {total:.1f} J vs energy counter {cs['counter_delta_j']:.1f} J "
+                  f"({100 * (total / cs['counter_delta_j'] - 1):+.1f} %)")
+    dropped = r["events_dropped"]
+    print(f"events dropped {dropped}; CUPTI dropped {meta(r, 'cupti.records_dropped_by_cupti')}; "
+          f"records {meta(r, 'cupti.records')}; incomplete {meta(r, 'cupti.records_incomplete')}")
+    print(f"clock: drift {meta(r, 'cupti.clock_offset_drift_ns')} ns over the run, largest step "
+          f"{meta(r, 'cupti.clock_max_step_ns')} ns, widest bracket {meta(r, 'cupti.clock_bracket_ns')} ns "
+          f"({meta(r, 'cupti.clock_calibrations')} calibrations)")
+    if dropped:
+        ok = False
+    print("demo check:", "ok" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+def overhead(folder):
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        try:
+            with open(path) as f:
+                line = f.read().strip().splitlines()[-1]
+            d = json.loads(line)
+        except (OSError, ValueError, IndexError):
+            continue
+        if "ms_per_iter" not in d:
+            continue
+        runs.setdefault(d["size"], {}).setdefault(d["tag"], []).append(d["ms_per_iter"])
+    summary = {}
+    print(f"{'size':6} {'plain ms':>9} {'cupti ms':>9} {'dooly ms':>9} {'cupti %':>8} {'dooly %':>8} "
+          f"{'dooly-cupti %':>14}  target {100 * TARGET:.0f} %")
+    worst = 0.0
+    for size, tags in sorted(runs.items()):
+        med = {t: statistics.median(v) for t, v in tags.items()}
+        if not {"plain", "cupti", "dooly"} <= med.keys():
+            continue
+        c = med["cupti"] / med["plain"] - 1
+        d = med["dooly"] / med["plain"] - 1
+        own = med["dooly"] / med["cupti"] - 1
+        worst = max(worst, d)
+        spread = {t: (min(v), max(v)) for t, v in tags.items()}
+        summary[size] = {"median_ms": med, "range_ms": spread, "cupti_overhead": c, "dooly_overhead": d,
+                         "dooly_over_cupti": own, "runs": {t: len(v) for t, v in tags.items()}}
+        print(f"{size:6} {med['plain']:9.3f} {med['cupti']:9.3f} {med['dooly']:9.3f} {100 * c:+8.2f} {100 * d:+8.2f} "
+              f"{100 * own:+14.2f}  {'within' if d <= TARGET else 'OVER'}")
+    with open(os.path.join(folder, "..", "overhead.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return 0
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] not in ("demo", "overhead"):
+        print(__doc__)
+        return 2
+    return demo(argv[2]) if argv[1] == "demo" else overhead(argv[2])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

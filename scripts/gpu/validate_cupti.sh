@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# GPU validation of libdooly_cupti.so (any CUDA program, through CUDA_INJECTION64_PATH) on an NVIDIA H200. In one
+# go, everything under $OUT (default ./out/cupti):
+#   1. builds the library and the CUDA examples (scripts/gpu/cupti_build.sh);
+#   2. runs examples/cupti_demo under the library (table, CSV, JSON, recording, Perfetto trace) and checks the
+#      report: kernel rows by demangled name with short names, copies, streams, the NVTX ranges, no drops,
+#      the clock residual, the energy counter (summarize_cupti.py demo);
+#   3. overhead on a PyTorch transformer forward loop (scripts/gpu/cupti_workload.py), side by side in one run:
+#      the program alone, CUPTI alone (DOOLY_CUPTI_DISCARD=1: same activity kinds and buffers, records thrown
+#      away, no power) and dooly, REPS times each, interleaved, for a launch-bound small model and a
+#      compute-bound large one; prints medians and each overhead against the target of 3 %
+#      (summarize_cupti.py overhead);
+#   4. writes driver, GPU, CUDA, torch and date to $OUT/env.txt.
+# Environment: OUT, WORK, REPS (default 5), ITERS (default 300), SIZES (default "small large"), SKIP_BUILD=1,
+# PYTHON (default python3; needs torch with CUDA).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$ROOT/out/cupti}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+PY=${PYTHON:-python3}
+REPS=${REPS:-5}
+ITERS=${ITERS:-300}
+SIZES=${SIZES:-small large}
+T0=$(date +%s)
+log() { echo "[validate_cupti +$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/progress.log"; }
+: > "$OUT/progress.log"
+
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  nvidia-smi --query-gpu=name,driver_version,pci.bus_id,power.limit --format=csv,noheader || true
+  (PATH=$PATH:/usr/local/cuda/bin nvcc --version | tail -1) || true
+  $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true
+  echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+log "building"
+WORK=$(bash "$ROOT/scripts/gpu/cupti_build.sh")
+LIB="$WORK/src/dooly/cupti/libdooly_cupti.so"
+
+log "cupti_demo under the library"
+CUDA_INJECTION64_PATH="$LIB" DOOLY_OUTPUT="$OUT/demo" DOOLY_RECORD="$OUT/demo.recording" \
+  DOOLY_TRACE="$OUT/demo.trace.json" DOOLY_LOG=info \
+  "$WORK/examples/cupti_demo/cupti_demo" "${DEMO_S:-5}" > "$OUT/demo.txt" 2>&1 || { cat "$OUT/demo.txt"; exit 1; }
+cat "$OUT/demo.txt"
+$PY "$ROOT/scripts/gpu/summarize_cupti.py" demo "$OUT/demo.json" | tee "$OUT/demo-check.txt"
+gzip -f "$OUT/demo.recording" "$OUT/demo.trace.json"
+
+log "overhead: $REPS x {plain, cupti, dooly} for sizes: $SIZES"
+mkdir -p "$OUT/overhead"
+for size in $SIZES; do
+  for rep in $(seq "$REPS"); do
+    for mode in plain cupti dooly; do
+      env_args=()
+      case $mode in
+        cupti) env_args=(CUDA_INJECTION64_PATH="$LIB" DOOLY_CUPTI_DISCARD=1) ;;
+        dooly) env_args=(CUDA_INJECTION64_PATH="$LIB" DOOLY_OUTPUT="$OUT/overhead/report-$size-$rep" DOOLY_TABLE=0) ;;
+      esac
+      env "${env_args[@]}" $PY "$ROOT/scripts/gpu/cupti_workload.py" --size "$size" --iters "$ITERS" --nvtx \
+        --tag "$mode" > "$OUT/overhead/$size-$mode-$rep.json" 2> "$OUT/overhead/$size-$mode-$rep.err" \
+        || { cat "$OUT/overhead/$size-$mode-$rep.err"; exit 1; }
+      log "$size $mode #$rep: $(cat "$OUT/overhead/$size-$mode-$rep.json")"
+    done
+  done
+done
+$PY "$ROOT/scripts/gpu/summarize_cupti.py" overhead "$OUT/overhead" | tee "$OUT/overhead.txt"
+log "done: $OUT"

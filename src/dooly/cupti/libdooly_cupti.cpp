@@ -1,0 +1,42 @@
+// libdooly_cupti.so: energy per kernel for any CUDA program, loaded by the CUDA driver through
+// CUDA_INJECTION64_PATH (no recompile). The driver calls InitializeInjection at cuInit; the report is written at
+// exit. Everything forwards to the tested Tracer; nothing here throws.
+#include <cstdlib>
+#include <mutex>
+#include <new>
+
+#include "dooly/cupti/tracer.hpp"
+
+namespace {
+
+// Constructed on first use and never destroyed: CUPTI's threads may still deliver a buffer while the process's
+// static destructors run. What it holds then is freed with the process.
+dooly::cupti::Tracer* tracer() {
+  alignas(dooly::cupti::Tracer) static unsigned char storage[sizeof(dooly::cupti::Tracer)];
+  static dooly::cupti::Tracer* t = new (storage) dooly::cupti::Tracer;
+  return t;
+}
+
+void finish_at_exit() { tracer()->finish(); }
+
+}  // namespace
+
+extern "C" {
+
+#define DOOLY_EXPORT __attribute__((visibility("default")))
+
+// 1: initialised (measuring or, when it could not start, said so in one line and running on unmeasured).
+DOOLY_EXPORT int InitializeInjection(void) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      // Registered after the CUDA runtime's own exit handlers, so it runs before them: CUPTI is flushed while
+      // the contexts still exist.
+      if (tracer()->start()) std::atexit(finish_at_exit);
+    } catch (...) {
+    }
+  });
+  return 1;
+}
+
+}  // extern "C"

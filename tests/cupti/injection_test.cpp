@@ -1,0 +1,64 @@
+// libdooly_cupti.so as the CUDA driver loads it, in a child process: InitializeInjection, records through the stub
+// libcupti, the report written by the exit handler; and the one line it prints where no libcupti can be found.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/temp_dir.hpp"
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int run(const std::string& env, const dooly::testing::TempDir& dir) {
+  const std::string cmd = "env -u DOOLY_TRACE -u DOOLY_RECORD " + env +
+                          " DOOLY_POWER_SOURCE=replay DOOLY_REPLAY_FILE=" + std::string(DOOLY_SOURCE_DIR) +
+                          "/data/runs/h200-kokkos-demo.recording DOOLY_OUTPUT=" + dir.file("report") +
+                          " DOOLY_TABLE_FILE=" + dir.file("table.txt") + " DOOLY_CUPTI_DELAY_MS=10 " + INJECTION_APP +
+                          " " + DOOLY_CUPTI_INJECTION + " " + DOOLY_STUB_CUPTI_PATH + " > " + dir.file("out.txt") +
+                          " 2> " + dir.file("err.txt");
+  return std::system(cmd.c_str());
+}
+
+TEST(Injection, TheReportIsWrittenAtExit) {
+  dooly::testing::TempDir dir;
+  ASSERT_EQ(run(std::string("DOOLY_CUPTI_LIB=") + DOOLY_STUB_CUPTI_PATH, dir), 0) << slurp(dir.file("err.txt"));
+  EXPECT_NE(slurp(dir.file("out.txt")).find("app: done"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(dir.file("report.json")));
+  bool found = false;
+  for (const auto& ch : j.at("channels"))
+    for (const auto& r : ch.at("regions"))
+      if (r.at("name") == "stencil(float*, int)") {
+        found = true;
+        EXPECT_EQ(r.at("kind"), "kernel");
+        EXPECT_EQ(r.at("calls"), 10);
+        EXPECT_NEAR(r.at("time_s").get<double>(), 0.010, 1e-12);
+        EXPECT_EQ(r.at("short_name"), "stencil");
+      }
+  EXPECT_TRUE(found) << j.dump(1);
+  const std::string table = slurp(dir.file("table.txt"));
+  EXPECT_NE(table.find("stencil "), std::string::npos) << table;
+  EXPECT_NE(table.find("GPU 0 stream 7"), std::string::npos) << table;
+}
+
+TEST(Injection, WithoutCuptiOneLineAndTheProgramRunsOn) {
+  dooly::testing::TempDir dir;
+  ASSERT_EQ(run("DOOLY_CUPTI_LIB=/nonexistent/libcupti.so", dir), 0);
+  EXPECT_NE(slurp(dir.file("out.txt")).find("app: done"), std::string::npos);
+  const std::string err = slurp(dir.file("err.txt"));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("dooly: cupti: cannot use DOOLY_CUPTI_LIB"), std::string::npos) << err;
+  std::ifstream report(dir.file("report.json"));
+  EXPECT_FALSE(report.good());
+}
+
+}  // namespace
