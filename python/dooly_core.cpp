@@ -8,8 +8,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "dooly/common/error.hpp"
+#include "dooly/common/settings.hpp"
 #include "dooly/energy/profiler.hpp"
 #include "dooly/energy/report_writers.hpp"
 #include "dooly/plan/grid.hpp"
@@ -119,26 +122,47 @@ class ProfileStore {
   store::Store store_;
 };
 
-// The energy engine over one window at a time: start, begin, (work), end, stop -> the report as JSON text.
-// Settings come from DOOLY_* as for the connector (DOOLY_POWER_SOURCE, DOOLY_REPLAY_FILE, ...); `fit` overrides
-// DOOLY_FIT (a live run's one-call step windows are read by the trapezoid; a model fit over them means nothing).
+// The energy engine for Python callers (dooly.energy, the profiler's worker, dooly live): start, windows, stop ->
+// the report as JSON text. Settings come from DOOLY_* as for the connector (DOOLY_POWER_SOURCE, DOOLY_REPLAY_FILE,
+// ...), then from `settings` ("name=value" words, the connector's tool-argument form, checked against the same
+// table), then from the explicit arguments: `fit` overrides FIT (a live run's one-call step windows are read by
+// the trapezoid; a model fit over them means nothing), `baseline_measure_ms` BASELINE_MS.
 class EnergyMeter {
  public:
-  EnergyMeter(std::optional<double> baseline_w, int64_t baseline_measure_ms, std::optional<bool> fit)
+  EnergyMeter(std::optional<double> baseline_w, std::optional<int64_t> baseline_measure_ms, std::optional<bool> fit,
+              const std::vector<std::string>& settings)
       : registry_(power::make_default_registry()) {
-    energy::ProfilerOptions o = energy::ProfilerOptions::from_env();
+    SettingValues values = SettingValues::from_env();
+    std::vector<std::string> words{"dooly.energy"};  // apply_args skips a first word without '=' (a program name)
+    words.insert(words.end(), settings.begin(), settings.end());
+    values.apply_args(words);
+    energy::ProfilerOptions o = energy::ProfilerOptions::from_settings(values);
     if (baseline_w) o.attribution.baseline_w = baseline_w;
     if (fit) o.attribution.model = *fit;
-    o.baseline_measure_ns = baseline_measure_ms * 1'000'000;
+    if (baseline_measure_ms) o.baseline_measure_ns = *baseline_measure_ms * 1'000'000;
     profiler_ = energy::Profiler::open(std::move(o), registry_);
   }
   std::string backend() const { return profiler_->backend(); }
+  std::vector<std::string> channels() const {
+    std::vector<std::string> out;
+    for (const auto& ch : profiler_->channels()) out.push_back(ch.name);
+    return out;
+  }
   void start() { profiler_->start(); }
+  bool running() const { return profiler_->running(); }
+  // A window on the calling thread's stack (nested: inclusive and exclusive figures).
   void begin(const std::string& name, int32_t device) {
     profiler_->begin(profiler_->key(name, energy::Kind::region), device);
   }
   void end(const std::string& name, int32_t device) {
     profiler_->end(profiler_->key(name, energy::Kind::region), device);
+  }
+  // A free window (a section): begun and ended in any order, on any thread; inclusive figures only.
+  void begin_free(const std::string& name, int32_t device) {
+    profiler_->begin(profiler_->key(name, energy::Kind::section), device, 0);
+  }
+  void end_free(const std::string& name, int32_t device) {
+    profiler_->end(profiler_->key(name, energy::Kind::section), device, 0);
   }
   std::string stop() { return energy::to_json_text(profiler_->stop()); }
 
@@ -146,6 +170,16 @@ class EnergyMeter {
   power::Registry registry_;
   std::unique_ptr<energy::Profiler> profiler_;
 };
+
+energy::Report report_of(const std::string& report_json) {
+  json j;
+  try {
+    j = json::parse(report_json);
+  } catch (const json::exception& e) {
+    DOOLY_THROW(InputError, "pass the JSON text of a dooly report", "not JSON: {}", e.what());
+  }
+  return energy::report_from_json(j);
+}
 
 }  // namespace
 
@@ -227,13 +261,27 @@ PYBIND11_MODULE(dooly_core, m) {
       .def("engine_signature", &ProfileStore::engine_signature)
       .def("ingest", &ProfileStore::ingest);
   py::class_<EnergyMeter>(m, "EnergyMeter")
-      .def(py::init<std::optional<double>, int64_t, std::optional<bool>>(), py::arg("baseline_w") = py::none(),
-           py::arg("baseline_measure_ms") = 0, py::arg("fit") = py::none())
+      .def(py::init<std::optional<double>, std::optional<int64_t>, std::optional<bool>,
+                    const std::vector<std::string>&>(),
+           py::arg("baseline_w") = py::none(), py::arg("baseline_measure_ms") = py::none(), py::arg("fit") = py::none(),
+           py::arg("settings") = std::vector<std::string>{})
       .def_property_readonly("backend", &EnergyMeter::backend)
+      .def_property_readonly("channels", &EnergyMeter::channels)
+      .def_property_readonly("running", &EnergyMeter::running)
       .def("start", &EnergyMeter::start)
       .def("begin", &EnergyMeter::begin, py::arg("name"), py::arg("device") = -1)
       .def("end", &EnergyMeter::end, py::arg("name"), py::arg("device") = -1)
+      .def("begin_free", &EnergyMeter::begin_free, py::arg("name"), py::arg("device") = -1)
+      .def("end_free", &EnergyMeter::end_free, py::arg("name"), py::arg("device") = -1)
       .def("stop", &EnergyMeter::stop, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "report_table", [](const std::string& j) { return energy::format_table(report_of(j)); }, py::arg("report_json"),
+      "The terminal table of a report (the connector's), from its JSON text");
+  m.def(
+      "report_csv", [](const std::string& j) { return energy::to_csv(report_of(j)); }, py::arg("report_json"),
+      "The CSV form of a report, from its JSON text");
+  m.def("write_file_atomic", &energy::write_file_atomic, py::arg("path"), py::arg("content"),
+        "Writes path.tmp, then renames it over path");
 
   py::class_<taint::Session>(m, "Session")
       .def(py::init<>())

@@ -12,28 +12,13 @@ from __future__ import annotations
 
 import json
 
+from dooly.energy import counted_channels
+
 __all__ = ["StepMeter", "counted_channels"]
 
 
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
-
-
-def counted_channels(channels: list[dict], device: str) -> list[dict]:
-    """The channels whose energy is the run's: on cuda[:N] the GPU's own (domain gpu, device N); else, and when the
-    source has no such channel, the host's packages and DRAM (RAPL sub-zones and the platform total, which contain
-    them, are left out, so nothing is counted twice); else every channel the source has (a node total, a replayed
-    or stub GPU channel in tests)."""
-    if device.startswith("cuda"):
-        index = int(device.partition(":")[2] or 0)
-        gpu = [c for c in channels if c["domain"] == "gpu" and c["device"] == index]
-        if gpu:
-            return gpu
-    host = [c for c in channels if c["domain"] in ("cpu", "dram")]
-    if host:
-        return host
-    node = [c for c in channels if c["domain"] == "node"]
-    return node or list(channels)
 
 
 class StepMeter:
