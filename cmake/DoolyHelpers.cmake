@@ -8,12 +8,18 @@ function(dooly_library name)
 endfunction()
 
 # dooly_test(NAME SOURCES... DEPS ... [LABELS ...]): one gtest executable registered with ctest.
+# With DOOLY_UNIT_TESTS=OFF (the plain tier of scripts/test.sh) a test not labelled random or no-sanitizer is left
+# out of `all` and of ctest: its target still exists, so the lines after its dooly_test() need no guard.
 function(dooly_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE DOOLY_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                                              DOOLY_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  if(NOT DOOLY_UNIT_TESTS AND NOT "random" IN_LIST ARG_LABELS AND NOT "no-sanitizer" IN_LIST ARG_LABELS)
+    set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
+    return()
+  endif()
   add_test(NAME ${name} COMMAND ${name})
   if(ARG_LABELS)
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
@@ -24,5 +30,15 @@ function(dooly_test name)
       add_custom_target(dooly_threads_tests)
     endif()
     add_dependencies(dooly_threads_tests ${name})
+  endif()
+endfunction()
+
+# dooly_vendor_stub(TARGET): a test's stand-in for a vendor's C library (NVML, CUDA, Variorum, CUPTI). The real
+# libraries are C, so a call through dlsym never meets clang's -fsanitize=function type check; dooly declares their
+# functions with its own opaque handle types (the same ABI), and the stub, compiled as C++ under UBSan, would fail
+# that check where the real library cannot. The stub is built without it.
+function(dooly_vendor_stub target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND "undefined" IN_LIST DOOLY_SANITIZE)
+    target_compile_options(${target} PRIVATE -fno-sanitize=function)
   endif()
 endfunction()

@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev python3-dev python3-venv
   libtrilinos-kokkos-dev   # a real Kokkos runtime (3.4.1, Serial) for the connector's integration tests
   libcairo2-dev fonts-dejavu-core   # charts (src/dooly/plot, `dooly plot`); the font keeps their text the same everywhere
-  clang libclang-rt-14-dev clang-format clang-tidy   # fuzz targets (libFuzzer) and scripts/lint.sh
+  clang libclang-rt-14-dev clang-format clang-tidy   # the sanitizer builds, the fuzz targets (libFuzzer), scripts/lint.sh
 )
 
 need_apt=()

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: set up, then
-#   1. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (every test not labelled no-sanitizer),
+#   1. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (every test not labelled no-sanitizer; clang,
+#      whose build also gives the fuzz targets of tier 5),
 #   2. the plain build: the deliverables (dooly, libkp_gpu_energy.so, the Python binding) and the tests that
-#      load them into other programs (a real Kokkos runtime, Python),
+#      load them into other programs (a real Kokkos runtime, Python), and the CLI's tests (the sanitizer build
+#      leaves the CLI out: its subcommands are thin callers of the libraries tested there),
 #   3. the threaded parts (sampler, profiler, store concurrency) under ThreadSanitizer,
 #   4. the Python tests, and the installed package (the venv's `pip install .`),
-#   5. every reader's fuzz target for a short run (libFuzzer, ASan + UBSan; FUZZ_SECONDS per target, default 10),
+#   5. every reader's fuzz target for a short run (libFuzzer, ASan + UBSan, built in tier 1; FUZZ_SECONDS per
+#      target, default 10),
 #   6. lint: clang-format over src/ and clang-tidy (bugprone, performance, complexity <= 25) over all of src/;
 #      a unit whose exact content (preprocessed, with the same config and tool) .ci/tidy-clean.txt lists as
 #      found clean is not tidied again (scripts/tidy_cache.py; refresh it with
@@ -31,24 +34,35 @@ tier "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 bash scripts/build.sh asan
 ctest --preset asan -j "$jobs"
 
-tier "plain build: deliverables and integration tests; every public header compiles on its own"
-bash scripts/build.sh default
+tier "plain build: deliverables and integration tests, the CLI's tests; every public header compiles on its own"
+# The unit tests ran under the sanitizers above; this build defines only the tests it runs (DOOLY_UNIT_TESTS=OFF),
+# and the folder gets every test back when this script ends, however it ends.
+trap 'cmake --preset default -DDOOLY_UNIT_TESTS=ON >/dev/null 2>&1 || true' EXIT
+DOOLY_UNIT_TESTS=0 bash scripts/build.sh default
 cmake --build --preset default -j "$jobs" --target dooly_header_check
-ctest --preset default -j "$jobs" -L "no-sanitizer|random"
+ctest --preset default -j "$jobs" -L "no-sanitizer|random|cli"
 
 tier "ThreadSanitizer (threads)"
 bash scripts/build.sh tsan dooly_threads_tests
 ctest --preset tsan -j "$jobs"
 
 if [ -f scripts/test_python.sh ]; then
-  tier "Python"
-  bash scripts/test_python.sh
-  tier "the installed package (pip install . into a fresh venv, as a user would)"
-  .venv/bin/python -m pytest -q tests/packaging
+  tier "Python; beside it, the installed package (pip install . into a fresh venv, as a user would)"
+  # The wheel's build runs while the Python tests wait on their subprocesses and replayed clocks; its output is
+  # shown after them.
+  .venv/bin/python -m pytest -q tests/packaging > build/packaging.log 2>&1 &
+  packaging=$!
+  python_rc=0
+  bash scripts/test_python.sh || python_rc=$?
+  packaging_rc=0
+  wait "$packaging" || packaging_rc=$?
+  tier "the installed package: exit $packaging_rc"
+  cat build/packaging.log
+  [ "$python_rc" -eq 0 ] && [ "$packaging_rc" -eq 0 ] || { echo "test.sh: Python tests exit $python_rc, packaging exit $packaging_rc" >&2; exit 1; }
 fi
 
-tier "fuzz targets, ${FUZZ_SECONDS:-10} s each"
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+tier "fuzz targets, ${FUZZ_SECONDS:-10} s each (the asan build's: clang, coverage-instrumented)"
+FUZZ_PRESET=asan FUZZ_NO_BUILD=1 bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
 
 tier "lint"
 bash scripts/lint.sh --format-only

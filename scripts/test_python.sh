@@ -12,7 +12,12 @@ fi
 export PYTHONPATH="$PWD/python:$PWD/build/default/python${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1   # random weights only: nothing may be downloaded
 set +e
-.venv/bin/python -m pytest -q tests/python "$@"
+# The files on every core (pytest-xdist), each file on one worker so its module fixtures run once; PYTEST_JOBS=0
+# runs them in this process.
+jobs=${PYTEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+xdist=()
+[ "$jobs" -gt 1 ] && xdist=(-n "$jobs" --dist loadfile)
+.venv/bin/python -m pytest -q "${xdist[@]}" tests/python "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -26,17 +27,37 @@ std::vector<std::string> golden_paths() {
           d + "gemma-2-9b-it-tiny__paged_sdpa.json"};
 }
 
-struct Fixture {
+// Reading the golden traces and ingesting them is most of a test's time (seconds under the sanitizers): done
+// once per process; each test gets its own copy of the ingested store (tests write points into it) and of the
+// traces (one test edits them).
+struct Ingested {
   testing::TempDir dir;
   std::vector<std::string> paths = golden_paths();
   std::vector<trace::Trace> traces;
-  store::Store db = store::Store::open(dir.file("p.sqlite"));
-  Grid grid = read_grid(std::string(DOOLY_SOURCE_DIR) + "/tests/data/grids/tiny.json");
-  Fixture() {
+  std::string db_path = dir.file("ingested.sqlite");
+  Ingested() {
     for (const auto& p : paths) traces.push_back(trace::read_trace(p));
+    store::Store db = store::Store::open(db_path);
     store::ingest_traces(db, paths);
-  }
+  }  // the store closes here: the file is whole
+};
+const Ingested& ingested() {
+  static const Ingested g;
+  return g;
+}
+
+struct Fixture {
+  testing::TempDir dir;
+  std::vector<std::string> paths = ingested().paths;
+  std::vector<trace::Trace> traces = ingested().traces;
+  store::Store db = open_copy(ingested().db_path, dir.file("p.sqlite"));
+  Grid grid = read_grid(std::string(DOOLY_SOURCE_DIR) + "/tests/data/grids/tiny.json");
   Plan plan(int64_t prov = 0, PlanOptions o = {}) { return build_plan(db, paths, traces, grid, prov, o); }
+
+  static store::Store open_copy(const std::string& from, const std::string& to) {
+    std::filesystem::copy_file(from, to);
+    return store::Store::open(to);
+  }
 };
 
 TEST(Plan, OneUnitPerOpSignatureWithPointsByWhatItDependsOn) {

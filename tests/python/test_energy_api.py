@@ -65,8 +65,8 @@ def test_windows_get_the_energy_of_the_power_they_ran_under(recording):
     assert rep.backend == "replay"
     low, high = rep["low"], rep["high"]
     assert low.calls == 1 and high.calls == 1
-    assert low.time_s == pytest.approx(0.5, abs=0.03)
-    assert high.time_s == pytest.approx(0.5, abs=0.03)
+    assert low.time_s == pytest.approx(0.5, abs=0.1)  # sleeps overshoot on a loaded machine
+    assert high.time_s == pytest.approx(0.5, abs=0.1)
     # power x the window's own measured time: the integral, whatever the sleeps' jitter
     assert low.energy_j == pytest.approx(LOW_W * low.time_s, rel=0.02)
     assert high.energy_j == pytest.approx(HIGH_W * high.time_s, rel=0.02)
@@ -94,7 +94,7 @@ def test_free_windows_overlap_and_end_in_any_order(recording):
     rep = mon.report
     assert rep.raw["unmatched_events"] == 0
     a, b = rep["a"], rep["b"]
-    assert a.time_s == pytest.approx(0.4, abs=0.03) and b.time_s == pytest.approx(0.4, abs=0.03)
+    assert a.time_s == pytest.approx(0.4, abs=0.1) and b.time_s == pytest.approx(0.4, abs=0.1)
     # both inside the high level: each gets 300 W over its own time, overlap counted in each (inclusive figures)
     assert a.energy_j == pytest.approx(HIGH_W * a.time_s, rel=0.02)
     assert b.energy_j == pytest.approx(HIGH_W * b.time_s, rel=0.02)
@@ -122,7 +122,7 @@ def test_measure_blocks_and_decorated_calls(recording):
         assert inner.result is None  # not final until the monitor stops
     rep = mon.report
     assert rep["step"].calls == 6
-    assert rep["step"].time_s == pytest.approx(6 * 0.02, abs=0.03)
+    assert 6 * 0.02 <= rep["step"].time_s < 6 * 0.02 + 0.2
     assert inner.result is not None and inner.result.calls == 1
     block_rows = [r for r in rep.raw["channels"][0]["regions"] if r["name"] == "block"]
     assert block_rows[0]["excl_time_s"] < block_rows[0]["time_s"]  # step ran nested inside block
