@@ -10,6 +10,7 @@
 #include "dooly/common/clock.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
+#include "dooly/energy/ranks.hpp"
 #include "dooly/energy/recording.hpp"
 #include "dooly/energy/report.hpp"
 #include "dooly/energy/report_writers.hpp"
@@ -58,6 +59,11 @@ ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
 }
 
 ProfilerOptions ProfilerOptions::from_env() { return from_settings(SettingValues::from_env()); }
+
+void ProfilerOptions::per_rank(int rank) {
+  if (!record_path.empty()) record_path = per_rank_path(record_path, rank);
+  if (!trace_path.empty()) trace_path = per_rank_path(trace_path, rank);
+}
 
 // The recording is written on a thread of its own. Formatting two lines per kernel on the sampler's tick made
 // the sampler fall behind at a million kernels a second (13 ticks in 1.4 s instead of ~70) and the hooks' rings

@@ -14,6 +14,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
+#include "dooly/energy/rank_outputs.hpp"
 
 namespace dooly::energy {
 
@@ -457,6 +458,9 @@ ChannelReport channel_from_json(const json& c) {
 }  // namespace
 
 Report report_from_json(const nlohmann::json& j) {
+  if (j.is_object() && j.contains("kind") && j["kind"] == "ranks")
+    DOOLY_THROW(InputError, "pass one rank's report, <prefix>.rank<N>.json",
+                "this is the ranks' reduced report (kind 'ranks'), not one run's");
   if (!j.is_object() || !j.contains("version") || !j["version"].is_number_integer())
     DOOLY_THROW(InputError, "pass a JSON report written by dooly", "not a dooly report: no integer 'version' key");
   if (j["version"].get<int>() != kReportVersion)
@@ -477,7 +481,21 @@ Report report_from_json(const nlohmann::json& j) {
   return r;
 }
 
+OutputSettings OutputSettings::from_settings(const SettingValues& v) {
+  OutputSettings o;
+  o.detect_ranks = v.choice("RANKS").value_or("auto") == "auto";
+  if (o.detect_ranks) o.ranks = detect_rank();
+  o.prefix = v.text("OUTPUT").value_or(default_output_prefix(o.ranks));
+  if (auto x = v.flag("TABLE")) o.table = *x;
+  if (auto x = v.text("TABLE_FILE")) o.table_path = *x;
+  if (auto x = v.number("RANKS_WAIT_S")) o.ranks_wait_s = *x;
+  if (auto x = v.flag("RANKS_KEEP")) o.keep_rank_files = *x;
+  if (auto x = v.flag("RANKS_TABLES")) o.rank_tables = *x;
+  return o;
+}
+
 std::string write_outputs(const Report& report, const OutputSettings& o) noexcept {
+  if (o.ranks && o.prefix != "none") return write_rank_outputs(report, o);
   std::string table;
   try {
     table = format_table(report);
