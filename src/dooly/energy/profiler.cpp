@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <thread>
 
 #include "dooly/common/clock.hpp"
@@ -457,6 +458,9 @@ Report Profiler::stop() {
     b.meta = {{"run_start_ns", std::to_string(start_ns_)}, {"run_end_ns", std::to_string(t_end)}};
     recorder_->submit(b);
     recorder_->finish();  // throws InputError with the fix if the recording did not reach the disk
+    std::error_code ec;   // where it is, for `dooly ranks --joint` run from another folder
+    const std::filesystem::path where = std::filesystem::absolute(options_.record_path, ec);
+    report.meta.emplace_back("recording", ec ? options_.record_path : where.string());
     report.meta.emplace_back("recording_wait_s", fmt::format("{:.6f}", recorder_->wait_s()));
   }
   return report;
