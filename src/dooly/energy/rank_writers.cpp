@@ -102,7 +102,10 @@ std::string channel_table(const RanksReport& report, const ReducedChannel& ch) {
       "run {} J over {} device(s), each counted once = attributed {} (summed over ranks) + "
       "unattributed {}",
       compact(ch.run_energy_j), ch.devices.size(), compact(ch.attributed_j), compact(ch.unattributed_j()));
-  if (ch.counter_delta_j) out += fmt::format("; energy counter {} J", compact(*ch.counter_delta_j));
+  if (ch.counter_delta_j && *ch.counter_delta_j > 0)
+    out += fmt::format("; energy counter {} J", compact(*ch.counter_delta_j));
+  else if (ch.counter_delta_j)
+    out += "; the energy counter did not advance over the run: no check";
   out += "\n";
   for (const std::string& id : ch.devices)
     for (const ReducedDevice& d : report.devices)
