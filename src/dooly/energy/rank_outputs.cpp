@@ -41,7 +41,7 @@ void print_table(const std::string& table, const OutputSettings& o) {
 }  // namespace
 
 std::string write_reduced_outputs(const RanksReport& reduced, const OutputSettings& o) {
-  const std::string table = format_ranks_table(reduced);
+  std::string table = format_ranks_table(reduced);
   try {
     print_table(table, o);
   } catch (const std::exception& e) {

@@ -40,6 +40,31 @@ std::optional<std::string> untagged(const std::string& name, const std::string& 
 
 std::string rank_tag(int rank) { return fmt::format("\x1f{}", rank); }
 
+namespace {
+
+// One rank's keys (tagged with its rank) and its windows on the host or on this device, its threads numbered apart.
+void add_windows(const Recording& rec, int rank, int device, int32_t joint_device, size_t index,
+                 std::map<std::pair<size_t, uint32_t>, uint32_t>& threads, Recording& joint) {
+  std::map<uint32_t, uint32_t> keys;
+  for (const RecordedKey& k : rec.keys) {
+    const auto id = static_cast<uint32_t>(joint.keys.size());
+    keys[k.id] = id;
+    joint.keys.push_back({id, k.kind, k.name + rank_tag(rank)});
+  }
+  for (const Event& e : rec.events) {
+    if (e.device >= 0 && e.device != device) continue;  // another GPU of that rank
+    const auto key = keys.find(e.key);
+    if (key == keys.end()) continue;
+    Event x = e;
+    x.key = key->second;
+    x.device = e.device >= 0 ? joint_device : -1;
+    x.thread = threads.try_emplace({index, e.thread}, static_cast<uint32_t>(threads.size())).first->second;
+    joint.events.push_back(x);
+  }
+}
+
+}  // namespace
+
 Recording joint_recording(const std::vector<const Recording*>& recordings, const std::vector<int>& ranks,
                           const std::vector<int>& devices, size_t counted, const std::string& channel) {
   const Recording& base = *recordings.at(counted);
@@ -54,36 +79,19 @@ Recording joint_recording(const std::vector<const Recording*>& recordings, const
   for (const auto& [k, v] : base.meta)
     if (k != "run_start_ns" && k != "run_end_ns") joint.meta.emplace_back(k, v);
   for (const power::Reading& s : base.samples)
-    if (s.channel == index) {
-      power::Reading r = s;
-      r.channel = 0;
-      joint.samples.push_back(r);
-    }
+    if (s.channel == index) joint.samples.push_back({0, s.t_ns, s.power_w, s.window_ns});
   for (const RecordedCounter& c : base.counters)
     if (c.channel == index) joint.counters.push_back({0, c.t_ns, c.energy_j});
 
+  // The run: from the first rank's start to the last rank's end.
   std::optional<int64_t> start, end;
   std::map<std::pair<size_t, uint32_t>, uint32_t> threads;
   for (size_t i = 0; i < recordings.size(); ++i) {
-    const Recording& rec = *recordings[i];
-    if (auto s = meta_int(rec, "run_start_ns")) start = start ? std::min(*start, *s) : *s;
-    if (auto e = meta_int(rec, "run_end_ns")) end = end ? std::max(*end, *e) : *e;
-    std::map<uint32_t, uint32_t> keys;
-    for (const RecordedKey& k : rec.keys) {
-      const auto id = static_cast<uint32_t>(joint.keys.size());
-      keys[k.id] = id;
-      joint.keys.push_back({id, k.kind, k.name + rank_tag(ranks.at(i))});
-    }
-    for (const Event& e : rec.events) {
-      if (e.device >= 0 && e.device != devices.at(i)) continue;  // another GPU of that rank
-      const auto key = keys.find(e.key);
-      if (key == keys.end()) continue;
-      Event x = e;
-      x.key = key->second;
-      x.device = e.device >= 0 ? ch->device : -1;
-      x.thread = threads.try_emplace({i, e.thread}, static_cast<uint32_t>(threads.size())).first->second;
-      joint.events.push_back(x);
-    }
+    const auto s = meta_int(*recordings[i], "run_start_ns");
+    const auto e = meta_int(*recordings[i], "run_end_ns");
+    if (s) start = std::min(start.value_or(*s), *s);
+    if (e) end = std::max(end.value_or(*e), *e);
+    add_windows(*recordings[i], ranks.at(i), devices.at(i), ch->device, i, threads, joint);
   }
   if (start) joint.meta.emplace_back("run_start_ns", std::to_string(*start));
   if (end) joint.meta.emplace_back("run_end_ns", std::to_string(*end));

@@ -94,60 +94,70 @@ ReducedRow finish_row(RowAccumulator& a, const std::vector<int>& ranks) {
   return row;
 }
 
+// A channel's rows as they gather over the ranks, in order of first appearance.
+struct ChannelRows {
+  std::map<std::pair<std::string, Kind>, RowAccumulator> rows;
+  std::vector<std::pair<std::string, Kind>> order;
+
+  void add(int rank, const ChannelReport& ch, const ReducedDevice& device) {
+    const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
+    for (const RegionRow& r : ch.rows) {
+      const auto key = std::make_pair(r.name, r.kind);
+      auto [it, added] = rows.try_emplace(key);
+      RowAccumulator& a = it->second;
+      if (added) {
+        a.name = r.name;
+        a.kind = r.kind;
+        order.push_back(key);
+      }
+      a.calls[rank] += static_cast<double>(r.calls);
+      a.time_s[rank] += r.time_s;
+      a.energy_j[rank] += r.energy_j;
+      a.net_energy_j += net_of(r.energy_j, ch.baseline_w * r.time_s);
+      if (r.model_energy_j) {
+        a.model_energy_j[rank] += *r.model_energy_j;
+        a.model_net_energy_j += net_of(*r.model_energy_j, floor * r.time_s);
+      } else {
+        a.model_everywhere = false;
+      }
+      a.shared_device = a.shared_device || device.shared();
+      a.joint = a.joint || device.joint;
+      a.per_rank.push_back(RankFigures{rank, r.calls, r.time_s, r.energy_j, r.model_energy_j});
+    }
+  }
+};
+
+// The channel's devices, each once: their run energy and energy counters.
+void add_device(ReducedChannel& rc, const ReducedDevice& device, bool& all_counters, double& counters) {
+  if (std::find(rc.devices.begin(), rc.devices.end(), device.id) != rc.devices.end()) return;
+  rc.devices.push_back(device.id);
+  rc.run_energy_j += device.run_energy_j;
+  if (device.counter_delta_j)
+    counters += *device.counter_delta_j;
+  else
+    all_counters = false;
+}
+
 void reduce_channel(ReducedChannel& rc, const std::vector<const RankFile*>& files, const RanksReport& out) {
   std::map<std::string, const ReducedDevice*> devices;
   for (const ReducedDevice& d : out.devices) devices[d.id] = &d;
-  std::map<std::pair<std::string, Kind>, RowAccumulator> rows;
-  std::vector<std::pair<std::string, Kind>> order;
-  bool all_fitted = true;
-  bool all_counters = true;
+  ChannelRows rows;
+  bool all_fitted = true, all_counters = true;
   double counters = 0;
-  for (const RankFile* f : files) {
+  for (const RankFile* f : files)
     for (size_t c = 0; c < f->report.channels.size(); ++c) {
       const ChannelReport& ch = f->report.channels[c];
       if (ch.channel.name != rc.name) continue;
       const ReducedDevice& device = *devices.at(f->device_ids[c]);
       rc.ranks.push_back(f->rank.rank);
-      if (std::find(rc.devices.begin(), rc.devices.end(), device.id) == rc.devices.end()) {
-        rc.devices.push_back(device.id);
-        rc.run_energy_j += device.run_energy_j;
-        if (device.counter_delta_j)
-          counters += *device.counter_delta_j;
-        else
-          all_counters = false;
-      }
+      add_device(rc, device, all_counters, counters);
       rc.attributed_j += ch.conservation.attributed_j;
       all_fitted = all_fitted && ch.fit.fitted;
-      const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
-      for (const RegionRow& r : ch.rows) {
-        const auto key = std::make_pair(r.name, r.kind);
-        auto [it, added] = rows.try_emplace(key);
-        RowAccumulator& a = it->second;
-        if (added) {
-          a.name = r.name;
-          a.kind = r.kind;
-          order.push_back(key);
-        }
-        const int rank = f->rank.rank;
-        a.calls[rank] += static_cast<double>(r.calls);
-        a.time_s[rank] += r.time_s;
-        a.energy_j[rank] += r.energy_j;
-        a.net_energy_j += net_of(r.energy_j, ch.baseline_w * r.time_s);
-        if (r.model_energy_j) {
-          a.model_energy_j[rank] += *r.model_energy_j;
-          a.model_net_energy_j += net_of(*r.model_energy_j, floor * r.time_s);
-        } else {
-          a.model_everywhere = false;
-        }
-        a.shared_device = a.shared_device || device.shared();
-        a.joint = a.joint || device.joint;
-        a.per_rank.push_back(RankFigures{rank, r.calls, r.time_s, r.energy_j, r.model_energy_j});
-      }
+      rows.add(f->rank.rank, ch, device);
     }
-  }
   rc.model_lead = out.mode == Mode::model && all_fitted && !rc.ranks.empty();
   if (all_counters && !rc.devices.empty()) rc.counter_delta_j = counters;
-  for (const auto& key : order) rc.rows.push_back(finish_row(rows.at(key), rc.ranks));
+  for (const auto& key : rows.order) rc.rows.push_back(finish_row(rows.rows.at(key), rc.ranks));
   const bool model = rc.model_lead;
   auto lead = [model](const ReducedRow& r) {
     return model && r.model_energy_j ? r.model_energy_j->sum : r.energy_j.sum;
@@ -174,9 +184,8 @@ void reduce_hosts(const std::vector<const RankFile*>& files, RanksReport& out) {
   }
 }
 
-}  // namespace
-
-RanksReport reduce_ranks(const std::vector<RankFile>& files, int size, const std::vector<std::string>& joint) {
+// The files in rank order, each rank once and below size; throws InputError otherwise.
+std::vector<const RankFile*> in_rank_order(const std::vector<RankFile>& files) {
   std::vector<const RankFile*> sorted;
   sorted.reserve(files.size());
   for (const RankFile& f : files) {
@@ -187,17 +196,16 @@ RanksReport reduce_ranks(const std::vector<RankFile>& files, int size, const std
   }
   std::sort(sorted.begin(), sorted.end(),
             [](const RankFile* a, const RankFile* b) { return a->rank.rank < b->rank.rank; });
+  auto name = [](const RankFile* f) { return f->path.empty() ? std::string("this process's") : f->path; };
   for (size_t i = 1; i < sorted.size(); ++i)
     if (sorted[i]->rank.rank == sorted[i - 1]->rank.rank)
       DOOLY_THROW(InputError, kRankFileFix, "two reports of rank {}: {} and {}", sorted[i]->rank.rank,
-                  sorted[i - 1]->path.empty() ? "this process's" : sorted[i - 1]->path,
-                  sorted[i]->path.empty() ? "this process's" : sorted[i]->path);
+                  name(sorted[i - 1]), name(sorted[i]));
+  return sorted;
+}
 
-  RanksReport out;
-  out.size = size > 0 ? size : (sorted.empty() ? 0 : sorted.back()->rank.rank + 1);
-  if (!sorted.empty() && sorted.back()->rank.rank >= out.size)
-    DOOLY_THROW(InputError, kRankFileFix, "a report of rank {} in a job of {} ranks ({})", sorted.back()->rank.rank,
-                out.size, sorted.back()->path);
+// Who reported, who did not, and what every rank's report says of the whole run.
+void reduce_presence(const std::vector<const RankFile*>& sorted, RanksReport& out) {
   if (!sorted.empty()) {
     const RankFile& first = *sorted.front();
     out.launcher = first.rank.launcher;
@@ -213,7 +221,18 @@ RanksReport reduce_ranks(const std::vector<RankFile>& files, int size, const std
   }
   for (int r = 0; r < out.size; ++r)
     if (!std::binary_search(out.present.begin(), out.present.end(), r)) out.missing.push_back(r);
+}
 
+}  // namespace
+
+RanksReport reduce_ranks(const std::vector<RankFile>& files, int size, const std::vector<std::string>& joint) {
+  const std::vector<const RankFile*> sorted = in_rank_order(files);
+  RanksReport out;
+  out.size = size > 0 ? size : (sorted.empty() ? 0 : sorted.back()->rank.rank + 1);
+  if (!sorted.empty() && sorted.back()->rank.rank >= out.size)
+    DOOLY_THROW(InputError, kRankFileFix, "a report of rank {} in a job of {} ranks ({})", sorted.back()->rank.rank,
+                out.size, sorted.back()->path);
+  reduce_presence(sorted, out);
   reduce_devices(sorted, joint, out);
   reduce_hosts(sorted, out);
   for (const RankFile* f : sorted)

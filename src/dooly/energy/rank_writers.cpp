@@ -62,6 +62,64 @@ const RankStat& lead_energy(const ReducedChannel& ch, const ReducedRow& r) {
   return ch.model_lead && r.model_energy_j ? *r.model_energy_j : r.energy_j;
 }
 
+// The rank with the least of a row's leading energy: the first whose figure is the minimum (a rank without the
+// row counts 0).
+int least_rank(const ReducedChannel& ch, const ReducedRow& r, double least) {
+  for (int rank : ch.ranks) {
+    double v = 0;
+    for (const RankFigures& f : r.per_rank)
+      if (f.rank == rank) v = ch.model_lead && f.model_energy_j ? *f.model_energy_j : f.energy_j;
+    if (v == least) return rank;
+  }
+  return -1;
+}
+
+std::string row_line(const ReducedChannel& ch, const ReducedRow& r, size_t width) {
+  const RankStat& e = lead_energy(ch, r);
+  const double jpc = ch.model_lead && r.model_j_per_call() ? *r.model_j_per_call() : r.j_per_call();
+  const char* flag = r.joint ? "+" : r.shared_device ? "=" : "";
+  return fmt::format("{:<{}}  {:>5}  {:>9}  {:>10.4f}  {:>11}  {:>10}  {:>10} {:>4}  {:>10}  {:>10} {:>4}  {}\n",
+                     shorten(r.name, width), width, r.ranks_with_row, static_cast<uint64_t>(r.calls.sum), r.time_s.sum,
+                     compact(e.sum), compact(jpc), compact(e.min), least_rank(ch, r, e.min), compact(e.mean),
+                     compact(e.max), e.max_rank, flag);
+}
+
+// Below the rows: the run over the channel's devices, each shared device, and the flags' legend.
+std::string channel_footer(const RanksReport& report, const ReducedChannel& ch) {
+  std::string out =
+      fmt::format("run {} J over {} device(s), each counted once = attributed {} (summed over ranks) + unattributed {}",
+                  compact(ch.run_energy_j), ch.devices.size(), compact(ch.attributed_j), compact(ch.unattributed_j()));
+  if (ch.counter_delta_j && *ch.counter_delta_j > 0)
+    out += fmt::format("; energy counter {} J", compact(*ch.counter_delta_j));
+  else if (ch.counter_delta_j)
+    out += "; the energy counter did not advance over the run: no check";
+  out += "\n";
+  for (const ReducedDevice& d : report.devices) {
+    if (!d.shared() || std::find(ch.devices.begin(), ch.devices.end(), d.id) == ch.devices.end()) continue;
+    out += d.joint
+               ? fmt::format(
+                     "device {}: shared by ranks {}; attributed once with all their windows against rank {}'s "
+                     "readings ({:.3f} s: {} J)\n",
+                     d.id, format_rank_list(d.ranks), d.counted_rank, d.run_time_s, compact(d.run_energy_j))
+               : fmt::format(
+                     "device {}: shared by ranks {}; counted once, from rank {} (the longest run, {:.3f} s: {} J)\n",
+                     d.id, format_rank_list(d.ranks), d.counted_rank, d.run_time_s, compact(d.run_energy_j));
+  }
+  const bool any_shared =
+      std::any_of(ch.rows.begin(), ch.rows.end(), [](const ReducedRow& r) { return r.shared_device && !r.joint; });
+  const bool any_joint = std::any_of(ch.rows.begin(), ch.rows.end(), [](const ReducedRow& r) { return r.joint; });
+  if (any_shared)
+    out +=
+        "= on a device other ranks measured too: each rank's attribution saw only its own windows, so the sum over "
+        "ranks can exceed the device's energy (`dooly ranks --joint` attributes it once from the ranks' recordings; "
+        "docs/mpi.md)\n";
+  if (any_joint)
+    out +=
+        "+ on a device other ranks measured too, attributed once from their recordings: every rank's windows "
+        "against one rank's readings, each rank's regions apart\n";
+  return out;
+}
+
 std::string channel_table(const RanksReport& report, const ReducedChannel& ch) {
   std::string out = fmt::format("dooly: {} [{}] over ranks {} -- {} mode\n", ch.name, to_string(ch.domain),
                                 format_rank_list(ch.ranks), to_string(ch.model_lead ? Mode::model : Mode::trapezoid));
@@ -72,62 +130,8 @@ std::string channel_table(const RanksReport& report, const ReducedChannel& ch) {
       "calls", "time(s)", "energy(J)", "J/call", "min(J)", "@", "mean(J)", "max(J)", "@", "flags");
   const std::string rule(header.size() - 5, '-');
   out += header + "\n" + rule + "\n";
-  bool any_shared = false, any_joint = false;
-  for (const ReducedRow& r : ch.rows) {
-    const RankStat& e = lead_energy(ch, r);
-    const double jpc = ch.model_lead && r.model_j_per_call() ? *r.model_j_per_call() : r.j_per_call();
-    // The rank with the least: the first rank whose figure is the minimum (ranks without the row count 0).
-    int min_rank = -1;
-    for (int rank : ch.ranks) {
-      double v = 0;
-      for (const RankFigures& f : r.per_rank)
-        if (f.rank == rank) v = ch.model_lead && f.model_energy_j ? *f.model_energy_j : f.energy_j;
-      if (v == e.min) {
-        min_rank = rank;
-        break;
-      }
-    }
-    any_shared = any_shared || (r.shared_device && !r.joint);
-    any_joint = any_joint || r.joint;
-    out +=
-        fmt::format("{:<{}}  {:>5}  {:>9}  {:>10.4f}  {:>11}  {:>10}  {:>10} {:>4}  {:>10}  {:>10} {:>4}  {}\n",
-                    shorten(r.name, width), width, r.ranks_with_row, static_cast<uint64_t>(r.calls.sum), r.time_s.sum,
-                    compact(e.sum), compact(jpc), compact(e.min), min_rank, compact(e.mean), compact(e.max), e.max_rank,
-                    r.joint           ? "+"
-                    : r.shared_device ? "="
-                                      : "");
-  }
-  out += rule + "\n";
-  out += fmt::format(
-      "run {} J over {} device(s), each counted once = attributed {} (summed over ranks) + "
-      "unattributed {}",
-      compact(ch.run_energy_j), ch.devices.size(), compact(ch.attributed_j), compact(ch.unattributed_j()));
-  if (ch.counter_delta_j && *ch.counter_delta_j > 0)
-    out += fmt::format("; energy counter {} J", compact(*ch.counter_delta_j));
-  else if (ch.counter_delta_j)
-    out += "; the energy counter did not advance over the run: no check";
-  out += "\n";
-  for (const std::string& id : ch.devices)
-    for (const ReducedDevice& d : report.devices)
-      if (d.id == id && d.shared())
-        out += d.joint ? fmt::format(
-                             "device {}: shared by ranks {}; attributed once with all their windows against "
-                             "rank {}'s readings ({:.3f} s: {} J)\n",
-                             d.id, format_rank_list(d.ranks), d.counted_rank, d.run_time_s, compact(d.run_energy_j))
-                       : fmt::format(
-                             "device {}: shared by ranks {}; counted once, from rank {} (the longest run, "
-                             "{:.3f} s: {} J)\n",
-                             d.id, format_rank_list(d.ranks), d.counted_rank, d.run_time_s, compact(d.run_energy_j));
-  if (any_shared)
-    out +=
-        "= on a device other ranks measured too: each rank's attribution saw only its own windows, so the sum over "
-        "ranks can exceed the device's energy (`dooly ranks --joint` attributes it once from the ranks' recordings; "
-        "docs/mpi.md)\n";
-  if (any_joint)
-    out +=
-        "+ on a device other ranks measured too, attributed once from their recordings: every rank's windows "
-        "against one rank's readings, each rank's regions apart\n";
-  return out + "\n";
+  for (const ReducedRow& r : ch.rows) out += row_line(ch, r, width);
+  return out + rule + "\n" + channel_footer(report, ch) + "\n";
 }
 
 }  // namespace
