@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libtrilinos-kokkos-dev   # a real Kokkos runtime (3.4.1, Serial) for the connector's integration tests
   libcairo2-dev fonts-dejavu-core   # charts (src/dooly/plot, `dooly plot`); the font keeps their text the same everywhere
   clang libclang-rt-14-dev clang-format clang-tidy   # the sanitizer builds, the fuzz targets (libFuzzer), scripts/lint.sh
+  openmpi-bin   # mpirun for the MPI ranks test (tests/kokkos/ranks_runtime_test.cpp); dooly itself links no MPI
 )
 
 need_apt=()

@@ -126,7 +126,11 @@ TEST_F(SettingsTest, StatedDefaultsAreTheDefaultsInForce) {
   EXPECT_EQ(find_setting("FIT")->fallback, p.attribution.model ? "1" : "0");
   EXPECT_EQ(find_setting("BASELINE_MS")->fallback, std::to_string(p.baseline_measure_ns));
   EXPECT_EQ(find_setting("REPLAY_REALTIME")->fallback, p.power.replay_realtime ? "1" : "0");
-  EXPECT_EQ(find_setting("TABLE")->fallback, c.table ? "1" : "0");
+  EXPECT_EQ(find_setting("TABLE")->fallback, c.output.table ? "1" : "0");
+  EXPECT_EQ(find_setting("RANKS")->fallback, c.output.detect_ranks ? "auto" : "off");
+  EXPECT_EQ(find_setting("RANKS_WAIT_S")->fallback, fmt::format("{:g}", c.output.ranks_wait_s));
+  EXPECT_EQ(find_setting("RANKS_KEEP")->fallback, c.output.keep_rank_files ? "1" : "0");
+  EXPECT_EQ(find_setting("RANKS_TABLES")->fallback, c.output.rank_tables ? "1" : "0");
   EXPECT_EQ(find_setting("FENCES")->fallback, c.fences ? "1" : "0");
   EXPECT_FALSE(p.period_given);
 }
@@ -148,14 +152,18 @@ TEST_F(SettingsTest, EveryNonEnvironmentSettingIsReadByTheConnector) {
            a.record_path != b.record_path || a.max_buffered_events != b.max_buffered_events ||
            a.trace_path != b.trace_path || a.trace_max_windows != b.trace_max_windows ||
            a.max_staged_events != b.max_staged_events ||
-           a.power.cuda_devices != b.power.cuda_devices || s.output_prefix != base.output_prefix ||
-           s.table != base.table || s.fences != base.fences || s.table_path != base.table_path ||
-           s.log_level != base.log_level;
+           a.power.cuda_devices != b.power.cuda_devices || s.output.prefix != base.output.prefix ||
+           s.output.table != base.output.table || s.fences != base.fences ||
+           s.output.table_path != base.output.table_path || s.output.detect_ranks != base.output.detect_ranks ||
+           s.output.ranks_wait_s != base.output.ranks_wait_s ||
+           s.output.keep_rank_files != base.output.keep_rank_files ||
+           s.output.rank_tables != base.output.rank_tables || s.log_level != base.log_level;
   };
   const std::map<std::string, std::string> value = {
       {"POWER_SOURCE", "replay"}, {"GPUS", "1"},          {"PERIOD_MS", "7"},        {"MODE", "trapezoid"},
       {"FIT", "0"},               {"MODEL", "0"},         {"BASELINE_W", "90"},      {"BASELINE_MS", "5"},
       {"OUTPUT", "x"},            {"TABLE", "0"},         {"TABLE_FILE", "t.txt"},   {"RECORD", "r.rec"},
+      {"RANKS", "off"},           {"RANKS_WAIT_S", "5"},  {"RANKS_KEEP", "0"},       {"RANKS_TABLES", "1"},
       {"FENCES", "1"},            {"SENSOR_WINDOW_MS", "3"}, {"SENSOR_DELAY_MS", "3"}, {"MAX_EVENTS", "2048"},
       {"REPLAY_FILE", "f.rec"},   {"REPLAY_REALTIME", "0"}, {"LOG", "debug"},         {"TRACE", "t.json"},
       {"TRACE_MAX_WINDOWS", "5"}, {"CUPTI_MAX_PENDING", "4096"}};

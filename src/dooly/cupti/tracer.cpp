@@ -48,12 +48,6 @@ std::string one_line(std::string text) {
   return text;
 }
 
-std::string default_prefix() {
-  char host[256] = "host";
-  gethostname(host, sizeof(host) - 1);
-  return fmt::format("dooly-energy-{}-{}", host, static_cast<long>(getpid()));
-}
-
 log::Level level_from_word(const std::string& w) {
   if (w == "error") return log::Level::error;
   if (w == "info") return log::Level::info;
@@ -74,9 +68,8 @@ TracerSettings TracerSettings::from_settings(const SettingValues& v) {
   TracerSettings s;
   s.profiler = energy::ProfilerOptions::from_settings(v);
   s.profiler.event_delay_ns = static_cast<int64_t>(v.number("CUPTI_DELAY_MS").value_or(1000.0) * 1e6);
-  s.output.prefix = v.text("OUTPUT").value_or(default_prefix());
-  if (auto x = v.flag("TABLE")) s.output.table = *x;
-  if (auto x = v.text("TABLE_FILE")) s.output.table_path = *x;
+  s.output = energy::OutputSettings::from_settings(v);
+  if (s.output.ranks) s.profiler.per_rank(s.output.ranks->rank);
   if (auto x = v.choice("LOG")) s.log_level = level_from_word(*x);
   if (auto x = v.text("CUPTI_LIB")) s.cupti_library = *x;
   if (auto x = v.whole("CUPTI_BUFFER_KB")) s.buffer_bytes = static_cast<size_t>(*x) * 1024;

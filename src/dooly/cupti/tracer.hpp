@@ -38,7 +38,7 @@ namespace dooly::cupti {
 
 struct TracerSettings {
   energy::ProfilerOptions profiler;  // event_delay_ns from CUPTI_DELAY_MS
-  energy::OutputSettings output;     // OUTPUT, TABLE, TABLE_FILE
+  energy::OutputSettings output;     // OUTPUT, TABLE, TABLE_FILE, RANKS*
   std::optional<log::Level> log_level;
   std::string cupti_library;          // CUPTI_LIB
   size_t buffer_bytes = 1024 * 1024;  // CUPTI_BUFFER_KB

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <thread>
 
 #include "dooly/common/clock.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
+#include "dooly/energy/ranks.hpp"
 #include "dooly/energy/recording.hpp"
 #include "dooly/energy/report.hpp"
 #include "dooly/energy/report_writers.hpp"
@@ -58,6 +60,11 @@ ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
 }
 
 ProfilerOptions ProfilerOptions::from_env() { return from_settings(SettingValues::from_env()); }
+
+void ProfilerOptions::per_rank(int rank) {
+  if (!record_path.empty()) record_path = per_rank_path(record_path, rank);
+  if (!trace_path.empty()) trace_path = per_rank_path(trace_path, rank);
+}
 
 // The recording is written on a thread of its own. Formatting two lines per kernel on the sampler's tick made
 // the sampler fall behind at a million kernels a second (13 ticks in 1.4 s instead of ~70) and the hooks' rings
@@ -451,6 +458,9 @@ Report Profiler::stop() {
     b.meta = {{"run_start_ns", std::to_string(start_ns_)}, {"run_end_ns", std::to_string(t_end)}};
     recorder_->submit(b);
     recorder_->finish();  // throws InputError with the fix if the recording did not reach the disk
+    std::error_code ec;   // where it is, for `dooly ranks --joint` run from another folder
+    const std::filesystem::path where = std::filesystem::absolute(options_.record_path, ec);
+    report.meta.emplace_back("recording", ec ? options_.record_path : where.string());
     report.meta.emplace_back("recording_wait_s", fmt::format("{:.6f}", recorder_->wait_s()));
   }
   return report;

@@ -49,6 +49,8 @@ struct ProfilerOptions {
   static ProfilerOptions from_settings(const SettingValues& values);
   // from_settings(SettingValues::from_env()).
   static ProfilerOptions from_env();
+  // Under MPI ranks (ranks.hpp): the recording and the trace become one file per rank, <name>.rank<N>.<ext>.
+  void per_rank(int rank);
 };
 
 class Profiler {

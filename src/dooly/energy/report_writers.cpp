@@ -14,6 +14,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
+#include "dooly/energy/rank_outputs.hpp"
 
 namespace dooly::energy {
 
@@ -246,6 +247,97 @@ std::string to_csv(const Report& report) {
   return out;
 }
 
+namespace {
+
+nlohmann::json region_json(const RegionRow& r, double baseline_w, double floor_w) {
+  using nlohmann::json;
+  auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
+  // JSON has no infinity: an unbounded interval is the string "inf".
+  auto hw = [](std::optional<double> v) { return !v ? json(nullptr) : std::isfinite(*v) ? json(*v) : json("inf"); };
+  json row = {{"name", r.name},
+              {"kind", std::string(to_string(r.kind))},
+              {"calls", r.calls},
+              {"time_s", r.time_s},
+              {"energy_j", r.energy_j},
+              {"j_per_call", r.j_per_call(baseline_w)},
+              {"avg_power_w", r.avg_power_w()},
+              {"excl_time_s", r.excl_time_s},
+              {"excl_energy_j", r.excl_energy_j},
+              {"short_windows", r.short_windows},
+              {"extrapolated_windows", r.extrapolated_windows},
+              {"model_power_w", opt(r.model_power_w)},
+              {"model_energy_j", opt(r.model_energy_j)},
+              {"model_excl_energy_j", opt(r.model_excl_energy_j)},
+              {"model_j_per_call", opt(r.model_j_per_call(floor_w))},
+              {"model_inseparable", r.model_inseparable},
+              {"model_too_little_data", r.model_too_little_data},
+              {"model_power_hw_w", hw(r.model_power_hw_w)},
+              {"model_energy_hw_j", hw(r.model_energy_hw_j)},
+              {"model_j_per_call_hw_j", hw(r.model_j_per_call_hw_j)},
+              {"model_j_per_call_sensor_j", hw(r.model_j_per_call_sensor_j)},
+              {"model_imprecise", r.model_imprecise},
+              {"model_sensor_sensitive", r.model_sensor_sensitive}};
+  if (!r.short_name.empty()) row["short_name"] = r.short_name;
+  return row;
+}
+
+nlohmann::json channel_json(const ChannelReport& ch) {
+  using nlohmann::json;
+  json c;
+  c["name"] = ch.channel.name;
+  c["domain"] = std::string(to_string(ch.channel.domain));
+  c["device"] = ch.channel.device;
+  c["sensor"] = {{"description", ch.channel.sensor.description},
+                 {"window_ns", ch.channel.sensor.window_ns},
+                 {"delay_ns", ch.channel.sensor.delay_ns},
+                 {"update_ns", ch.channel.sensor.update_ns}};
+  c["baseline_w"] = ch.baseline_w;
+  c["baseline_method"] = ch.baseline_method;
+  c["run_time_s"] = ch.run_time_s;
+  c["samples"] = ch.samples;
+  c["samples_dropped"] = ch.samples_dropped;
+  const Conservation& cs = ch.conservation;
+  c["conservation"] = {{"run_energy_j", cs.run_energy_j},
+                       {"attributed_j", cs.attributed_j},
+                       {"unattributed_j", cs.unattributed_j},
+                       {"counter_delta_j", cs.counter_delta_j ? json(*cs.counter_delta_j) : json(nullptr)},
+                       {"ratio", cs.ratio() ? json(*cs.ratio()) : json(nullptr)}};
+  c["model_fit"] = {{"fitted", ch.fit.fitted},
+                    {"why_not", ch.fit.why_not},
+                    {"samples", ch.fit.samples},
+                    {"intercept_w", ch.fit.intercept_w},
+                    {"intercept_fixed", ch.fit.intercept_fixed},
+                    {"residual_rms_w", ch.fit.residual_rms_w},
+                    {"r_squared", ch.fit.r_squared},
+                    {"columns", ch.fit.columns},
+                    {"keys_over_cap", ch.fit.keys_over_cap},
+                    {"nnls_converged", ch.fit.nnls_converged},
+                    {"nnls_iterations", ch.fit.nnls_iterations},
+                    {"interval_method", ch.fit.interval_method},
+                    {"interval_blocks", ch.fit.interval_blocks}};
+  auto setting = [](const SensorSettingFit& f) {
+    return json{{"window_ns", f.window_ns},
+                {"delay_ns", f.delay_ns},
+                {"fitted", f.fitted},
+                {"residual_rms_w", f.residual_rms_w},
+                {"rows_moved", f.rows_moved}};
+  };
+  json neighbours = json::array();
+  for (const auto& n : ch.sensor_check.neighbours) neighbours.push_back(setting(n));
+  c["sensor_check"] = {{"done", ch.sensor_check.done},
+                       {"why_not", ch.sensor_check.why_not},
+                       {"given", setting(ch.sensor_check.given)},
+                       {"neighbours", neighbours},
+                       {"preferred", ch.sensor_check.preferred},
+                       {"rows_sensitive", ch.sensor_check.rows_sensitive}};
+  const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
+  c["regions"] = json::array();
+  for (const RegionRow& r : ch.rows) c["regions"].push_back(region_json(r, ch.baseline_w, floor));
+  return c;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Report& report) {
   using nlohmann::json;
   json j;
@@ -259,87 +351,7 @@ nlohmann::json to_json(const Report& report) {
   j["events_dropped"] = report.events_dropped;
   j["unmatched_events"] = report.unmatched_events;
   j["channels"] = json::array();
-  for (const ChannelReport& ch : report.channels) {
-    json c;
-    c["name"] = ch.channel.name;
-    c["domain"] = std::string(to_string(ch.channel.domain));
-    c["device"] = ch.channel.device;
-    c["sensor"] = {{"description", ch.channel.sensor.description},
-                   {"window_ns", ch.channel.sensor.window_ns},
-                   {"delay_ns", ch.channel.sensor.delay_ns},
-                   {"update_ns", ch.channel.sensor.update_ns}};
-    c["baseline_w"] = ch.baseline_w;
-    c["baseline_method"] = ch.baseline_method;
-    c["run_time_s"] = ch.run_time_s;
-    c["samples"] = ch.samples;
-    c["samples_dropped"] = ch.samples_dropped;
-    const Conservation& cs = ch.conservation;
-    c["conservation"] = {{"run_energy_j", cs.run_energy_j},
-                         {"attributed_j", cs.attributed_j},
-                         {"unattributed_j", cs.unattributed_j},
-                         {"counter_delta_j", cs.counter_delta_j ? json(*cs.counter_delta_j) : json(nullptr)},
-                         {"ratio", cs.ratio() ? json(*cs.ratio()) : json(nullptr)}};
-    c["model_fit"] = {{"fitted", ch.fit.fitted},
-                      {"why_not", ch.fit.why_not},
-                      {"samples", ch.fit.samples},
-                      {"intercept_w", ch.fit.intercept_w},
-                      {"intercept_fixed", ch.fit.intercept_fixed},
-                      {"residual_rms_w", ch.fit.residual_rms_w},
-                      {"r_squared", ch.fit.r_squared},
-                      {"columns", ch.fit.columns},
-                      {"keys_over_cap", ch.fit.keys_over_cap},
-                      {"nnls_converged", ch.fit.nnls_converged},
-                      {"nnls_iterations", ch.fit.nnls_iterations},
-                      {"interval_method", ch.fit.interval_method},
-                      {"interval_blocks", ch.fit.interval_blocks}};
-    auto setting = [](const SensorSettingFit& f) {
-      return json{{"window_ns", f.window_ns},
-                  {"delay_ns", f.delay_ns},
-                  {"fitted", f.fitted},
-                  {"residual_rms_w", f.residual_rms_w},
-                  {"rows_moved", f.rows_moved}};
-    };
-    json neighbours = json::array();
-    for (const auto& n : ch.sensor_check.neighbours) neighbours.push_back(setting(n));
-    c["sensor_check"] = {{"done", ch.sensor_check.done},
-                         {"why_not", ch.sensor_check.why_not},
-                         {"given", setting(ch.sensor_check.given)},
-                         {"neighbours", neighbours},
-                         {"preferred", ch.sensor_check.preferred},
-                         {"rows_sensitive", ch.sensor_check.rows_sensitive}};
-    const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
-    c["regions"] = json::array();
-    for (const RegionRow& r : ch.rows) {
-      auto opt = [](std::optional<double> v) { return v ? json(*v) : json(nullptr); };
-      // JSON has no infinity: an unbounded interval is the string "inf".
-      auto hw = [](std::optional<double> v) { return !v ? json(nullptr) : std::isfinite(*v) ? json(*v) : json("inf"); };
-      c["regions"].push_back({{"name", r.name},
-                              {"kind", std::string(to_string(r.kind))},
-                              {"calls", r.calls},
-                              {"time_s", r.time_s},
-                              {"energy_j", r.energy_j},
-                              {"j_per_call", r.j_per_call(ch.baseline_w)},
-                              {"avg_power_w", r.avg_power_w()},
-                              {"excl_time_s", r.excl_time_s},
-                              {"excl_energy_j", r.excl_energy_j},
-                              {"short_windows", r.short_windows},
-                              {"extrapolated_windows", r.extrapolated_windows},
-                              {"model_power_w", opt(r.model_power_w)},
-                              {"model_energy_j", opt(r.model_energy_j)},
-                              {"model_excl_energy_j", opt(r.model_excl_energy_j)},
-                              {"model_j_per_call", opt(r.model_j_per_call(floor))},
-                              {"model_inseparable", r.model_inseparable},
-                              {"model_too_little_data", r.model_too_little_data},
-                              {"model_power_hw_w", hw(r.model_power_hw_w)},
-                              {"model_energy_hw_j", hw(r.model_energy_hw_j)},
-                              {"model_j_per_call_hw_j", hw(r.model_j_per_call_hw_j)},
-                              {"model_j_per_call_sensor_j", hw(r.model_j_per_call_sensor_j)},
-                              {"model_imprecise", r.model_imprecise},
-                              {"model_sensor_sensitive", r.model_sensor_sensitive}});
-      if (!r.short_name.empty()) c["regions"].back()["short_name"] = r.short_name;
-    }
-    j["channels"].push_back(c);
-  }
+  for (const ChannelReport& ch : report.channels) j["channels"].push_back(channel_json(ch));
   return j;
 }
 
@@ -457,6 +469,9 @@ ChannelReport channel_from_json(const json& c) {
 }  // namespace
 
 Report report_from_json(const nlohmann::json& j) {
+  if (j.is_object() && j.contains("kind") && j["kind"] == "ranks")
+    DOOLY_THROW(InputError, "pass one rank's report, <prefix>.rank<N>.json",
+                "this is the ranks' reduced report (kind 'ranks'), not one run's");
   if (!j.is_object() || !j.contains("version") || !j["version"].is_number_integer())
     DOOLY_THROW(InputError, "pass a JSON report written by dooly", "not a dooly report: no integer 'version' key");
   if (j["version"].get<int>() != kReportVersion)
@@ -477,7 +492,21 @@ Report report_from_json(const nlohmann::json& j) {
   return r;
 }
 
+OutputSettings OutputSettings::from_settings(const SettingValues& v) {
+  OutputSettings o;
+  o.detect_ranks = v.choice("RANKS").value_or("auto") == "auto";
+  if (o.detect_ranks) o.ranks = detect_rank();
+  o.prefix = v.text("OUTPUT").value_or(default_output_prefix(o.ranks));
+  if (auto x = v.flag("TABLE")) o.table = *x;
+  if (auto x = v.text("TABLE_FILE")) o.table_path = *x;
+  if (auto x = v.number("RANKS_WAIT_S")) o.ranks_wait_s = *x;
+  if (auto x = v.flag("RANKS_KEEP")) o.keep_rank_files = *x;
+  if (auto x = v.flag("RANKS_TABLES")) o.rank_tables = *x;
+  return o;
+}
+
 std::string write_outputs(const Report& report, const OutputSettings& o) noexcept {
+  if (o.ranks && o.prefix != "none") return write_rank_outputs(report, o);
   std::string table;
   try {
     table = format_table(report);

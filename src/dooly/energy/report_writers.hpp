@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dooly/common/settings.hpp"
+#include "dooly/energy/ranks.hpp"
 #include "dooly/energy/report.hpp"
 
 namespace dooly::energy {
@@ -20,12 +22,24 @@ std::string to_json_text(const Report& report);
 Report report_from_json(const nlohmann::json& j);
 
 // What a front end does with its report at the end (the Kokkos connector and the CUPTI tracer alike): the table
-// to stdout or to table_path, and <prefix>.csv and <prefix>.json unless the prefix is "none". Failures are
-// logged, one line each, never thrown (this runs inside the measured program). Returns the table.
+// to stdout or to table_path, and <prefix>.csv and <prefix>.json unless the prefix is "none". Under an MPI
+// launcher (ranks set) each rank writes <prefix>.rank<N>.json instead and rank 0 the ranks' reduced report
+// (rank_outputs.hpp). Failures are logged, one line each, never thrown (this runs inside the measured program).
+// Returns the table.
 struct OutputSettings {
-  std::string prefix;      // DOOLY_OUTPUT
-  bool table = true;       // DOOLY_TABLE
-  std::string table_path;  // DOOLY_TABLE_FILE; empty: stdout
+  std::string prefix;        // DOOLY_OUTPUT
+  bool table = true;         // DOOLY_TABLE
+  std::string table_path;    // DOOLY_TABLE_FILE; empty: stdout
+  bool detect_ranks = true;  // DOOLY_RANKS=auto
+  // This process's rank under an MPI launcher (detected when detect_ranks, ranks.hpp); nullopt: a single process.
+  std::optional<RankInfo> ranks;
+  double ranks_wait_s = 120.0;  // DOOLY_RANKS_WAIT_S: how long rank 0 waits for the other ranks' files
+  bool keep_rank_files = true;  // DOOLY_RANKS_KEEP: keep <prefix>.rank<N>.json once reduced
+  bool rank_tables = false;     // DOOLY_RANKS_TABLES: each rank also writes <prefix>.rank<N>.csv and .txt
+
+  // From checked values (common/settings.hpp), the rank detected from the environment unless DOOLY_RANKS=off;
+  // the default prefix is one name for all ranks under a launcher. Throws InputError.
+  static OutputSettings from_settings(const SettingValues& values);
 };
 std::string write_outputs(const Report& report, const OutputSettings& settings) noexcept;
 

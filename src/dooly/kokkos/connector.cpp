@@ -35,12 +35,6 @@ ThreadState& thread_state(uint64_t generation) {
   return state;
 }
 
-std::string default_prefix() {
-  char host[256] = "host";
-  gethostname(host, sizeof(host) - 1);
-  return fmt::format("dooly-energy-{}-{}", host, static_cast<long>(getpid()));
-}
-
 // An error that spans lines (the power source's list of backends tried) as the one line it is promised to be.
 std::string one_line(std::string text) {
   for (size_t at = text.find(":\n  "); at != std::string::npos; at = text.find(":\n  ", at)) text.replace(at, 4, ": ");
@@ -61,10 +55,9 @@ log::Level level_from_word(const std::string& w) {
 ConnectorSettings ConnectorSettings::from_settings(const SettingValues& v) {
   ConnectorSettings s;
   s.profiler = energy::ProfilerOptions::from_settings(v);
-  s.output_prefix = v.text("OUTPUT").value_or(default_prefix());
-  if (auto x = v.flag("TABLE")) s.table = *x;
+  s.output = energy::OutputSettings::from_settings(v);
+  if (s.output.ranks) s.profiler.per_rank(s.output.ranks->rank);
   if (auto x = v.flag("FENCES")) s.fences = *x;
-  if (auto x = v.text("TABLE_FILE")) s.table_path = *x;
   if (auto x = v.choice("LOG")) s.log_level = level_from_word(*x);
   return s;
 }
@@ -169,8 +162,8 @@ void Connector::start_locked() noexcept {
     return;
   }
   try {
-    if (settings_.output_prefix != "none") {
-      energy::check_writable(settings_.output_prefix + ".json");
+    if (settings_.output.prefix != "none") {
+      energy::check_writable(settings_.output.prefix + ".json");
     }
     profiler_ = factory_(settings_.profiler);
     static std::atomic<uint64_t> generations{0};
@@ -376,8 +369,6 @@ void Connector::finalize() noexcept {
   profiler_.reset();
 }
 
-void Connector::write_outputs() noexcept {
-  table_ = energy::write_outputs(report_, {settings_.output_prefix, settings_.table, settings_.table_path});
-}
+void Connector::write_outputs() noexcept { table_ = energy::write_outputs(report_, settings_.output); }
 
 }  // namespace dooly::kokkos

@@ -13,16 +13,15 @@
 
 #include "dooly/common/log.hpp"
 #include "dooly/energy/profiler.hpp"
+#include "dooly/energy/report_writers.hpp"
 #include "dooly/kokkos/kokkos_abi.hpp"
 
 namespace dooly::kokkos {
 
 struct ConnectorSettings {
-  energy::ProfilerOptions profiler;
-  std::string output_prefix;            // OUTPUT: <prefix>.csv and <prefix>.json; "none" = no files
-  bool table = true;                    // TABLE: print the table at finalize
+  energy::ProfilerOptions profiler;     // under ranks, one recording and trace per rank
+  energy::OutputSettings output;        // OUTPUT, TABLE, TABLE_FILE, RANKS*: the files and table at finalize
   bool fences = false;                  // FENCES: give fences their own rows (off: no rows, hooks removed if possible)
-  std::string table_path;               // TABLE_FILE: write the table there instead of stdout
   std::optional<log::Level> log_level;  // LOG
 
   // From checked values (common/settings.hpp: the environment, tool arguments over it); throws InputError.
