@@ -58,6 +58,18 @@ std::optional<RegionRow> Tracer::stream_row(uint32_t track, const StreamKey& sk,
   return sum;
 }
 
+namespace {
+
+// Each kernel row gets its short form (the table's label).
+void add_short_names(energy::ChannelReport& ch, const std::unordered_map<std::string, const std::string*>& brief) {
+  for (RegionRow& row : ch.rows) {
+    if (row.kind != Kind::kernel) continue;
+    if (auto it = brief.find(row.name); it != brief.end()) row.short_name = *it->second;
+  }
+}
+
+}  // namespace
+
 void Tracer::add_stream_rows(energy::Report& report) const {
   std::unordered_map<std::string, const std::string*> brief;  // kernel name -> its short form
   for (const auto& [key, text] : short_names_)
@@ -65,12 +77,11 @@ void Tracer::add_stream_rows(energy::Report& report) const {
   for (energy::ChannelReport& ch : report.channels) {
     const bool gpu_only = ch.channel.domain == power::Domain::gpu && ch.channel.device >= 0;
     std::vector<RegionRow> streams;
-    for (const auto& [track, sk] : stream_of_track_)
-      if (!gpu_only || static_cast<int32_t>(sk.device) == ch.channel.device)
-        if (auto row = stream_row(track, sk, ch)) streams.push_back(std::move(*row));
-    for (RegionRow& row : ch.rows)
-      if (row.kind == Kind::kernel)
-        if (auto it = brief.find(row.name); it != brief.end()) row.short_name = *it->second;
+    for (const auto& [track, sk] : stream_of_track_) {
+      if (gpu_only && static_cast<int32_t>(sk.device) != ch.channel.device) continue;
+      if (auto row = stream_row(track, sk, ch)) streams.push_back(std::move(*row));
+    }
+    add_short_names(ch, brief);
     for (RegionRow& s : streams) ch.rows.push_back(std::move(s));
   }
 }

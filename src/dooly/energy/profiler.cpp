@@ -264,29 +264,35 @@ void Profiler::read_counters() noexcept {
   }
 }
 
+// One poll of the power source: its readings to the attributor, the trace and the recording; a fatal status marks
+// every channel dead (after its last readings). Called by tick() under the attributor's lock; may throw.
+void Profiler::poll_readings() {
+  readings_.clear();
+  const int64_t cpu0 = thread_cpu_ns();
+  const power::PollStatus st = session_->poll(readings_);
+  poll_cpu_ns_.fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
+  if (!st.ok && st.message != last_poll_error_) {
+    log::warn("{}: {}", backend_, st.message);
+    last_poll_error_ = st.message;
+  }
+  for (const power::Reading& r : readings_) attributor_->add_reading(r);
+  if (timeline_)
+    for (const power::Reading& r : readings_) timeline_->add_reading(r);
+  if (recorder_) record_->samples.insert(record_->samples.end(), readings_.begin(), readings_.end());
+  // After this poll's readings (the last a failing source hands over): the model keeps the segments a live
+  // channel's readings still need, not a dead one's.
+  if (!st.fatal) return;
+  for (uint32_t c = 0; c < channels_.size(); ++c) {
+    if (channel_dead_[c]) continue;
+    channel_dead_[c] = true;
+    attributor_->mark_dead(c);
+  }
+}
+
 void Profiler::tick(int64_t) noexcept {
   std::lock_guard<std::mutex> attributor_lock(attributor_mu_);
   try {
-    readings_.clear();
-    const int64_t cpu0 = thread_cpu_ns();
-    const power::PollStatus st = session_->poll(readings_);
-    poll_cpu_ns_.fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
-    if (!st.ok && st.message != last_poll_error_) {
-      log::warn("{}: {}", backend_, st.message);
-      last_poll_error_ = st.message;
-    }
-    for (const power::Reading& r : readings_) attributor_->add_reading(r);
-    if (timeline_)
-      for (const power::Reading& r : readings_) timeline_->add_reading(r);
-    if (recorder_) record_->samples.insert(record_->samples.end(), readings_.begin(), readings_.end());
-    // After this poll's readings (the last a failing source hands over): the model keeps the segments a live
-    // channel's readings still need, not a dead one's.
-    if (st.fatal)
-      for (uint32_t c = 0; c < channels_.size(); ++c)
-        if (!channel_dead_[c]) {
-          channel_dead_[c] = true;
-          attributor_->mark_dead(c);
-        }
+    poll_readings();
     // Every event stamped before this calibration pair is drained now, but for one whose thread was
     // preempted between its clock read and its store: it comes at a later tick and the attributor puts it
     // back in time order.

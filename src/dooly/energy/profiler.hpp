@@ -96,6 +96,7 @@ class Profiler {
 
  private:
   void tick(int64_t now_ns) noexcept;
+  void poll_readings();  // tick's first half: the power source's readings
   void read_counters() noexcept;
   struct RecordBatch;               // what one tick adds to the recording
   class Recorder;                   // writes DOOLY_RECORD on a thread of its own

@@ -86,7 +86,24 @@ void Timeline::add_event(const Event& e) {
   }
 }
 
-std::string Timeline::to_json_text(const KeyTable& keys) const {
+// Perfetto's process and thread names: the host, each GPU, each named track.
+void Timeline::metadata_events(std::vector<std::string>& out) const {
+  std::map<int, std::string> processes{{0, "host"}};
+  for (const Window& w : windows_) processes.emplace(pid_of(w.device), fmt::format("GPU {}", w.device));
+  for (const auto& [track, tn] : track_names_) processes.emplace(pid_of(tn.device), fmt::format("GPU {}", tn.device));
+  for (const power::Channel& ch : channels_)
+    if (ch.domain == power::Domain::gpu && ch.device >= 0)
+      processes.emplace(pid_of(ch.device), fmt::format("GPU {}", ch.device));
+  for (const auto& [pid, name] : processes)
+    out.push_back(
+        fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})", pid, quoted(name)));
+  for (const auto& [track, tn] : track_names_)
+    out.push_back(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                              pid_of(tn.device), track, quoted(tn.name)));
+}
+
+// A slice per kept window, with its energy on every channel it is charged on (trapezoid, idle included).
+void Timeline::window_events(std::vector<std::string>& out, const std::vector<KeyInfo>& infos) const {
   // Each channel's readings as E(t), placed where the attributor places them (the centre of what they measure).
   std::vector<PowerTrace> traces(channels_.size());
   for (const power::Reading& r : readings_) {
@@ -95,65 +112,61 @@ std::string Timeline::to_json_text(const KeyTable& keys) const {
     const int64_t window = r.window_ns >= 0 ? r.window_ns : s.window_ns;
     traces[r.channel].append(r.t_ns - s.delay_ns - window / 2, r.power_w);
   }
-  std::string out = "{\"traceEvents\":[\n";
-  bool first = true;
-  auto line = [&](const std::string& s) {
-    out += first ? "" : ",\n";
-    out += s;
-    first = false;
-  };
-  std::map<int, std::string> processes{{0, "host"}};
-  for (const Window& w : windows_) processes.emplace(pid_of(w.device), fmt::format("GPU {}", w.device));
-  for (const auto& [track, tn] : track_names_) processes.emplace(pid_of(tn.device), fmt::format("GPU {}", tn.device));
-  for (const power::Channel& ch : channels_)
-    if (ch.domain == power::Domain::gpu && ch.device >= 0)
-      processes.emplace(pid_of(ch.device), fmt::format("GPU {}", ch.device));
-  for (const auto& [pid, name] : processes)
-    line(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})", pid, quoted(name)));
-  for (const auto& [track, tn] : track_names_)
-    line(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", pid_of(tn.device),
-                     track, quoted(tn.name)));
-  std::vector<KeyInfo> infos = keys.snapshot();
-  auto info = [&](KeyId k) { return k < infos.size() ? infos[k] : KeyInfo{"<unknown>", Kind::other}; };
   for (const Window& w : windows_) {
-    const KeyInfo ki = info(w.key);
+    const KeyInfo ki = w.key < infos.size() ? infos[w.key] : KeyInfo{"<unknown>", Kind::other};
     std::string args = fmt::format(R"("kind":"{}")", to_string(ki.kind));
     for (size_t c = 0; c < channels_.size(); ++c) {
       if (!relevant(channels_[c], w.device) || traces[c].empty()) continue;
       args += fmt::format(R"(,"energy_j_{}":{:.9g})", channels_[c].name,
                           traces[c].energy_j(w.t1_ns) - traces[c].energy_j(w.t0_ns));
     }
-    line(fmt::format(R"({{"ph":"X","name":{},"cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
-                     quoted(ki.name), to_string(ki.kind), pid_of(w.device), w.track, us(w.t0_ns - t0_ns_),
-                     us(w.t1_ns - w.t0_ns), args));
+    out.push_back(fmt::format(R"({{"ph":"X","name":{},"cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})",
+                              quoted(ki.name), to_string(ki.kind), pid_of(w.device), w.track, us(w.t0_ns - t0_ns_),
+                              us(w.t1_ns - w.t0_ns), args));
   }
+}
+
+// The trace's otherData: what was kept, what was dropped, and the windows past the cap as aggregates.
+std::string Timeline::other_data(const std::vector<KeyInfo>& infos) const {
+  std::string out = fmt::format(R"("dooly_trace_version":{},"windows_seen":{},"windows_kept":{},"max_windows":{},)",
+                                kTraceVersion, windows_seen_, windows_.size(), options_.max_windows);
+  out +=
+      fmt::format(R"("readings_kept":{},"readings_dropped":{},"energy":"trapezoid over the readings, idle included")",
+                  readings_.size(), readings_dropped_);
+  if (aggregated_.empty()) return out;
+  out += fmt::format(
+      R"j(,"truncated":"the first {} windows are kept whole; later ones only as a count and total time per name (aggregated)")j",
+      options_.max_windows);
+  out += ",\"aggregated\":[";
+  bool first = true;
+  for (const auto& [key, a] : aggregated_) {
+    const KeyInfo ki = key < infos.size() ? infos[key] : KeyInfo{"<unknown>", Kind::other};
+    out += fmt::format(R"({}{{"name":{},"kind":"{}","calls":{},"time_s":{:.9g}}})", first ? "" : ",", quoted(ki.name),
+                       to_string(ki.kind), a.calls, static_cast<double>(a.time_ns) * 1e-9);
+    first = false;
+  }
+  return out + "]";
+}
+
+std::string Timeline::to_json_text(const KeyTable& keys) const {
+  const std::vector<KeyInfo> infos = keys.snapshot();
+  std::vector<std::string> events;
+  metadata_events(events);
+  window_events(events, infos);
   for (const power::Reading& r : readings_) {
     if (r.channel >= channels_.size()) continue;
     const power::Channel& ch = channels_[r.channel];
     const int32_t device = ch.domain == power::Domain::gpu ? ch.device : -1;
-    line(fmt::format(R"j({{"ph":"C","name":"power {} (W)","pid":{},"ts":{},"args":{{"W":{:.6g}}}}})j", ch.name,
-                     pid_of(device), us(r.t_ns - t0_ns_), r.power_w));
+    events.push_back(fmt::format(R"j({{"ph":"C","name":"power {} (W)","pid":{},"ts":{},"args":{{"W":{:.6g}}}}})j",
+                                 ch.name, pid_of(device), us(r.t_ns - t0_ns_), r.power_w));
+  }
+  std::string out = "{\"traceEvents\":[\n";
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (i) out += ",\n";
+    out += events[i];
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{";
-  out += fmt::format(R"("dooly_trace_version":{},"windows_seen":{},"windows_kept":{},"max_windows":{},)", kTraceVersion,
-                     windows_seen_, windows_.size(), options_.max_windows);
-  out +=
-      fmt::format(R"("readings_kept":{},"readings_dropped":{},"energy":"trapezoid over the readings, idle included")",
-                  readings_.size(), readings_dropped_);
-  if (!aggregated_.empty()) {
-    out += fmt::format(
-        R"j(,"truncated":"the first {} windows are kept whole; later ones only as a count and total time per name (aggregated)")j",
-        options_.max_windows);
-    out += ",\"aggregated\":[";
-    bool first_agg = true;
-    for (const auto& [key, a] : aggregated_) {
-      const KeyInfo ki = info(key);
-      out += fmt::format(R"({}{{"name":{},"kind":"{}","calls":{},"time_s":{:.9g}}})", first_agg ? "" : ",",
-                         quoted(ki.name), to_string(ki.kind), a.calls, static_cast<double>(a.time_ns) * 1e-9);
-      first_agg = false;
-    }
-    out += "]";
-  }
+  out += other_data(infos);
   out += "}\n}\n";
   return out;
 }

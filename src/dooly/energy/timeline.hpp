@@ -67,6 +67,9 @@ class Timeline {
     int32_t device = -1;
   };
   void close(const Open& o, uint32_t track, int64_t t1_ns, int depth);
+  void metadata_events(std::vector<std::string>& out) const;  // to_json_text's parts
+  void window_events(std::vector<std::string>& out, const std::vector<KeyInfo>& infos) const;
+  std::string other_data(const std::vector<KeyInfo>& infos) const;
 
   std::vector<power::Channel> channels_;
   TimelineOptions options_;

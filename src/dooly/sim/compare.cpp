@@ -1,6 +1,7 @@
 #include "dooly/sim/compare.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -156,6 +157,18 @@ StepMatch match_steps(const json& live, const json& sim) {
   return m;
 }
 
+using Pairs = std::array<std::vector<std::pair<double, double>>, 4>;  // per metric of kMetrics: (live, simulated)
+
+// A request finished in both runs: each metric both have, paired; the latencies (ms) kept for the CDFs.
+void add_pairs(const json& live, const json& sim, Comparison& c, Pairs& pairs) {
+  for (size_t m = 0; m < 4; ++m) {
+    const auto x = value_of(live, kMetrics[m]), y = value_of(sim, kMetrics[m]);
+    if (x && y) pairs[m].emplace_back(*x, *y);
+    if (m < 3 && x) c.live_ms[m].push_back(*x * 1e3);
+    if (m < 3 && y) c.sim_ms[m].push_back(*y * 1e3);
+  }
+}
+
 }  // namespace
 
 void check_result(const json& j, const std::string& path) {
@@ -187,7 +200,7 @@ Comparison compare_results(const json& live, const json& sim) {
   const auto a = by_id(live), b = by_id(sim);
   c.live_requests = static_cast<int64_t>(a.size());
   c.sim_requests = static_cast<int64_t>(b.size());
-  std::vector<std::pair<double, double>> pairs[4];
+  Pairs pairs;
   for (const auto& [id, l] : a) {
     const auto it = b.find(id);
     if (it == b.end()) {
@@ -196,12 +209,7 @@ Comparison compare_results(const json& live, const json& sim) {
     }
     if (!finished(*l) || !finished(*it->second)) continue;
     ++c.both_finished;
-    for (size_t m = 0; m < 4; ++m) {
-      const auto x = value_of(*l, kMetrics[m]), y = value_of(*it->second, kMetrics[m]);
-      if (x && y) pairs[m].emplace_back(*x, *y);
-      if (m < 3 && x) c.live_ms[m].push_back(*x * 1e3);
-      if (m < 3 && y) c.sim_ms[m].push_back(*y * 1e3);
-    }
+    add_pairs(*l, *it->second, c, pairs);
   }
   for (const auto& [id, s] : b) c.only_sim += a.count(id) ? 0 : 1;
   for (size_t m = 0; m < 4; ++m) c.metrics.push_back(metric_error(kMetrics[m], pairs[m]));

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "dooly/predict/step_model.hpp"
 #include "dooly/sim/analytic_cost.hpp"
@@ -37,7 +38,8 @@ class StoreCost final : public CostModel {
   bool host_measured() const { return host_.has_value() || host_eager_.has_value(); }
 
  private:
-  StoreCost(predict::StepModel device, AnalyticCost analytic) : device_(std::move(device)), analytic_(analytic) {}
+  StoreCost(predict::StepModel device, AnalyticCost analytic)
+      : device_(std::move(device)), analytic_(std::move(analytic)) {}
 
   predict::StepModel device_;                     // device time and energy (and host, in its CUDA-graph mode)
   std::optional<predict::StepModel> host_;        // host cost in the run's mode, when measured
