@@ -121,6 +121,37 @@ std::vector<std::string> split_commas(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// The launcher's rank and number of ranks, checked (one InputError naming the variables otherwise).
+void read_rank_and_size(const LauncherVars& l, const char* rank_text, const char* size_text, RankInfo& info) {
+  const auto rank = parse_count(rank_text);
+  if (!rank)
+    DOOLY_THROW(InputError, kOffFix, "{}='{}' (set by {}) is not a rank, a whole number from 0", l.rank, rank_text,
+                l.launcher);
+  info.rank = *rank;
+  info.size = 0;
+  if (!l.size) return;
+  const auto size = parse_count(size_text);
+  if (!size || *size < 1 || *rank >= *size)
+    DOOLY_THROW(InputError, kOffFix, "{}='{}' and {}='{}' (set by {}) are not a rank and a number of ranks", l.rank,
+                rank_text, l.size, size_text, l.launcher);
+  info.size = *size;
+}
+
+// The job id from its parts; empty when a part is missing (a job id with a part missing would match another step's).
+std::string job_id(const LauncherVars& l, const EnvLookup& env) {
+  std::string job;
+  for (const char* var : l.job) {
+    const char* part = env(var);
+    if (!part || !*part) return {};
+    job += (job.empty() ? "" : ".") + std::string(part);
+  }
+  return job;
+}
+
+}  // namespace
+
 std::optional<RankInfo> detect_rank(const EnvLookup& env, std::string host, int64_t now_unix_ns) {
   for (const LauncherVars& l : launchers()) {
     const char* rank_text = env(l.rank);
@@ -129,29 +160,10 @@ std::optional<RankInfo> detect_rank(const EnvLookup& env, std::string host, int6
     if (l.size && (!size_text || !*size_text)) continue;  // Slurm outside a step; a partial environment
     RankInfo info;
     info.launcher = l.launcher;
-    const auto rank = parse_count(rank_text);
-    if (!rank)
-      DOOLY_THROW(InputError, kOffFix, "{}='{}' (set by {}) is not a rank, a whole number from 0", l.rank, rank_text,
-                  l.launcher);
-    info.rank = *rank;
-    info.size = 0;
-    if (l.size) {
-      const auto size = parse_count(size_text);
-      if (!size || *size < 1 || *rank >= *size)
-        DOOLY_THROW(InputError, kOffFix, "{}='{}' and {}='{}' (set by {}) are not a rank and a number of ranks", l.rank,
-                    rank_text, l.size, size_text, l.launcher);
-      info.size = *size;
-    }
+    read_rank_and_size(l, rank_text, size_text, info);
     if (info.size == 1) return std::nullopt;  // a job of one rank is a single process
     if (l.local_rank) info.local_rank = parse_count(env(l.local_rank)).value_or(-1);
-    for (const char* var : l.job) {
-      const char* part = env(var);
-      if (!part || !*part) {
-        info.job.clear();  // a job id with a part missing would match another step's
-        break;
-      }
-      info.job += (info.job.empty() ? "" : ".") + std::string(part);
-    }
+    info.job = job_id(l, env);
     info.host = std::move(host);
     if (const char* cvd = env("CUDA_VISIBLE_DEVICES")) info.cuda_visible_devices = cvd;
     info.start_unix_ns = now_unix_ns;
