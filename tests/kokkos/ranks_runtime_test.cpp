@@ -318,7 +318,7 @@ TEST_F(MpiRanks, ARankThatNeverReportsIsNamed) {
       << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "run.rank1.json"));
   const json j = read_json(dir_ / "run.json");
-  EXPECT_EQ(j.at("ranks_present"), json({0}));
+  EXPECT_EQ(j.at("ranks_present"), json::array({0}));
   EXPECT_EQ(j.at("ranks_missing"), json({1}));
   EXPECT_EQ(region(j.at("channels")[0], "axpy")->at("calls").at("sum"), 4);
 }
