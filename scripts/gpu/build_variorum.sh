@@ -24,7 +24,8 @@
 #      the library's RPATH (DT_RPATH, so it also serves libhwloc's own needs) is the kit's lib folder;
 #   4. checks the library (NEEDED, RPATH, the symbols dooly calls) and prints, last line:
 #        VARIORUM_LIBRARY=<path of libvariorum.so>
-# Environment: VARIORUM_WORK, VARIORUM_SRC, VARIORUM_KIT, NVML_INCLUDE, JOBS, FORCE_KIT_UDEV.
+# Environment: VARIORUM_WORK, VARIORUM_SRC, VARIORUM_KIT, NVML_INCLUDE, JOBS, FORCE_KIT_UDEV,
+# VARIORUM_ANY_CPU=1 (build cpu-gpu on a non-Intel CPU too: a compile check; its calls fail there).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 variant=${1:-gpu}
@@ -36,7 +37,7 @@ JOBS=${JOBS:-2}
 log() { echo "build_variorum[$variant]: $*" >&2; }
 [ -f "$SRC/src/CMakeLists.txt" ] || { log "no Variorum source at $SRC: run scripts/gpu/prepare_variorum.sh here first"; exit 1; }
 [ -d "$KIT/debs" ] || { log "no kit at $KIT: run scripts/gpu/prepare_variorum.sh here first"; exit 1; }
-if [ "$variant" = cpu-gpu ] && ! grep -q GenuineIntel /proc/cpuinfo; then
+if [ "$variant" = cpu-gpu ] && ! grep -q GenuineIntel /proc/cpuinfo && [ "${VARIORUM_ANY_CPU:-0}" != 1 ]; then
   log "not an Intel CPU: Variorum's other CPU ports need libraries the kit lacks (AMD: E-SMI); not built"
   exit 3
 fi

@@ -81,7 +81,8 @@ def main(argv):
     for name, run in runs:
         rep = run["report"]
         meta = rep.get("meta", {})
-        print(f"-- {name}: source {meta.get('power_source', meta.get('source', '?'))}")
+        print(f"-- {name}: backend {rep.get('backend', '?')}, mode {rep.get('mode', '?')}, "
+              f"events dropped {rep.get('events_dropped', 0)}")
         for i, ch in enumerate(rep["channels"]):
             s = ch["sensor"]
             iv = run["intervals"].get(i, [])
@@ -96,8 +97,8 @@ def main(argv):
                   f"{c['unattributed_j']:.1f}; counter {fmt(c['counter_delta_j'], '.1f')} J, ratio "
                   f"{fmt(c['ratio'], '.4f')}; baseline {ch['baseline_w']:.1f} W ({ch.get('baseline_method', '')}); "
                   f"model fit {ch['model_fit']['fitted']} {ch['model_fit'].get('why_not', '')}")
-        keys = ("sampler_cpu_s", "sampler_poll_cpu_s", "ticks", "missed_deadlines", "sampler_ticks",
-                "sampler_missed_deadlines", "poll_failures", "period_ms")
+        keys = ("sampler_period_ms", "sampler_ticks", "sampler_missed_deadlines", "sampler_cpu_s",
+                "sampler_poll_cpu_s", "sampler_page_faults")
         print("  meta: " + ", ".join(f"{k}={meta[k]}" for k in keys if k in meta))
         if run["side"]:
             n, mean, lo, hi = run["side"]
