@@ -26,6 +26,7 @@ static long env_long(const char* name, long fallback) {
 }
 
 nvmlReturn_t nvmlInit_v2(void) { return OK; }
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { return OK; } /* what nvidia-ml-py calls */
 nvmlReturn_t nvmlShutdown(void) { return OK; }
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
@@ -63,3 +64,11 @@ nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, int type, int id, unsigned 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* u) { return NOT_SUPPORTED; }
 nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit_mw) { return NOT_SUPPORTED; }
 const char* nvmlErrorString(nvmlReturn_t r) { return "fake NVML"; }
+/* With nvmlDeviceGetName too, dooly's own nvml backend opens over this fake in its `average` mode (local
+ * dry runs of scripts/gpu/validate_variorum.sh). */
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  const char fake[] = "fake NVML GPU";
+  if (!name || length < sizeof fake) return INVALID_ARGUMENT;
+  for (unsigned int i = 0; i < sizeof fake; ++i) name[i] = fake[i];
+  return OK;
+}

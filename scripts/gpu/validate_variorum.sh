@@ -21,7 +21,9 @@
 #      sensor models, conservation, the channels Variorum exposes) and summarize_kokkos.py's check per run.
 # The device returns at most 8 files from $OUT: summary.txt, progress.log and env.txt stay as they are, and
 # everything else is packed into $OUT/variorum-validation.tgz at exit (also after a failure).
-# Environment: OUT, WORK (default build/gpu-variorum), JOBS, KOKKOS_ARCH, DEMO_ARGS, SKIP_CPU_GPU=1.
+# Environment: OUT, WORK (default build/gpu-variorum), JOBS, KOKKOS_ARCH, DEMO_ARGS, SKIP_CPU_GPU=1,
+# SKIP_DEMO=1 (stop after the probes: no Kokkos, no dooly build); PREBUILT_DOOLY_SO + PREBUILT_DEMO (skip
+# step 4: a dry run of the script's logic without a GPU, e.g. over scripts/gpu/fake_nvml_for_variorum.c).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out/variorum}
@@ -95,7 +97,17 @@ if [ -n "$VLIB_CPU" ]; then
 fi
 tail -n +1 "$R"/probe-*.txt | tee -a "$OUT/progress.log"
 
+if [ "${SKIP_DEMO:-0}" = 1 ]; then  # the Variorum part alone (also how it is checked without a GPU)
+  python3 "$ROOT/scripts/gpu/summarize_variorum.py" --probe "$R/variorum_probe.txt" > "$OUT/summary.txt" 2>&1
+  log "SKIP_DEMO=1: stopping after the probes"
+  exit 0
+fi
+
 # ---- 4. Kokkos, dooly, the demo ---------------------------------------------------------------------------
+if [ -n "${PREBUILT_DOOLY_SO:-}" ]; then  # a dry run without a GPU: a connector and a (Serial) demo built elsewhere
+  DOOLY_SO=$PREBUILT_DOOLY_SO DEMO=$PREBUILT_DEMO BENCH=""
+  log "prebuilt: $DOOLY_SO, $DEMO"
+else
 KOKKOS_INSTALL=$WORK/kokkos-install
 NVCC_WRAPPER=$WORK/nvcc_wrapper
 bash "$ROOT/scripts/gpu/prepare_kokkos.sh" "$KOKKOS_SRC" >> "$OUT/progress.log" 2>&1
@@ -129,10 +141,11 @@ if ! sanity=$("$BENCH" --kernels 100 --warmup 0 2>&1); then
   echo "$sanity"; log "SANITY FAILED: Kokkos CUDA kernels did not produce their result"; exit 1
 fi
 log "builds done; sanity: $sanity"
+fi
 
 # ---- 5. the runs ------------------------------------------------------------------------------------------
 side_sampler() {  # out.csv: nvmlDeviceGetPowerUsage of GPU 0 every 20 ms, wall-clock us, until killed
-  python3 - "$1" <<'EOF' &
+  python3 - "$1" > /dev/null 2> "$1.err" <<'EOF' &
 import sys, time, pynvml
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(0)
@@ -149,11 +162,12 @@ run_demo() {  # name, then environment assignments
   local side=""
   if [ "$name" != nvml ] && python3 -c "import pynvml" 2>/dev/null; then side=$(side_sampler "$R/$name.side.csv"); fi
   log "run $name: $* kokkos_energy_demo $DEMO_ARGS"
-  env "$@" KOKKOS_TOOLS_LIBS="$DOOLY_SO" DOOLY_OUTPUT="$R/$name" DOOLY_RECORD="$R/$name.recording" \
+  env "$@" KOKKOS_TOOLS_LIBS="$DOOLY_SO" KOKKOS_PROFILE_LIBRARY="$DOOLY_SO" DOOLY_OUTPUT="$R/$name" DOOLY_RECORD="$R/$name.recording" \
       DOOLY_BASELINE_MS=1000 DOOLY_LOG=info "$DEMO" $DEMO_ARGS > "$R/$name.txt" 2> "$R/$name.err"
   local rc=$?
   [ -n "$side" ] && kill "$side" 2>/dev/null
   [ $rc = 0 ] || { tail -5 "$R/$name.err"; log "run $name FAILED (exit $rc)"; return 1; }
+  [ -f "$R/$name.json" ] || { tail -5 "$R/$name.err"; log "run $name wrote no $name.json (was the tool loaded?)"; return 1; }
   grep -E "^dooly: (gpu|cpu|dram|node|other)|^run " "$R/$name.txt" | tee -a "$OUT/progress.log"
 }
 run_demo nvml DOOLY_POWER_SOURCE=nvml
@@ -165,8 +179,9 @@ run_demo variorum-p100 DOOLY_POWER_SOURCE=variorum DOOLY_VARIORUM_LIBRARY="$VLIB
 # ---- 6. summaries -----------------------------------------------------------------------------------------
 runs=(nvml variorum variorum-p100); [ "$CPU_OK" = 1 ] && runs+=(variorum-cpu)
 {
-  python3 "$ROOT/scripts/gpu/summarize_variorum.py" --probe "$R/variorum_probe.txt" \
-    $(for n in "${runs[@]}"; do [ -f "$R/$n.json" ] && echo "$n=$R/$n"; done)
+  args=()
+  for n in "${runs[@]}"; do [ -f "$R/$n.json" ] && args+=("$n=$R/$n"); done
+  python3 "$ROOT/scripts/gpu/summarize_variorum.py" --probe "$R/variorum_probe.txt" "${args[@]}"
   for n in "${runs[@]}"; do
     [ -f "$R/$n.json" ] || continue
     echo; echo "==== summarize_kokkos.py demo ($n): J/call interleaved vs the counter's alone reference"
