@@ -2,6 +2,9 @@
 // (stub_variorum/stub_variorum.cpp serves the scripted JSON answers in order).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <fmt/format.h>
 
 #include "dooly/common/clock.hpp"
@@ -37,6 +40,11 @@ class VariorumTest : public ::testing::Test {
   int scripts_ = 0;
   std::unique_ptr<Provider> provider_ = make_variorum_provider();
 };
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 std::string node_json(int64_t ts_us, const std::string& node_w, const std::string& cpu0_w, const std::string& gpu1_w) {
   return fmt::format(
@@ -155,6 +163,73 @@ TEST_F(VariorumTest, MissingLibraryIsExplained) {
   const Probe ok = provider_->probe(options_);
   EXPECT_TRUE(ok.available) << ok.reason;
   EXPECT_EQ(ok.reason, "Variorum measures node");
+}
+
+// Real output of Variorum 0.8.0's NVIDIA port (built by scripts/gpu/build_variorum.sh, run over
+// scripts/gpu/fake_nvml_for_variorum.c: 150 W, and 151 W for a second GPU), byte for byte: several lines, GPU
+// numbers node-wide, no node, CPU or memory keys, and the float rounding of its mW-to-W conversion.
+TEST_F(VariorumTest, RealVariorumNvidiaOutputOpensAndReads) {
+  const std::string fixtures = std::string(DOOLY_SOURCE_DIR) + "/tests/power/fixtures/variorum/";
+  script("file " + fixtures + "nvidia_2gpu.json\n");
+  auto s = provider_->open(options_);
+  ASSERT_EQ(s->channels().size(), 2u);
+  EXPECT_EQ(s->channels()[0].name, "gpu0");
+  EXPECT_EQ(s->channels()[1].name, "gpu1");
+  EXPECT_EQ(s->channels()[0].domain, Domain::gpu);
+  EXPECT_EQ(s->channels()[0].sensor.window_ns, 1000 * kMs);
+  std::vector<Reading> r;
+  ASSERT_TRUE(s->poll(r).ok);
+  ASSERT_EQ(r.size(), 2u);  // the call made at open; the poll's own call has the same stamp (a file): dropped
+  EXPECT_DOUBLE_EQ(r[0].power_w, 150.0000071246177);
+  EXPECT_DOUBLE_EQ(r[1].power_w, 151.00000717211515);
+  EXPECT_EQ(r[0].t_ns, r[1].t_ns);
+
+  script("file " + fixtures + "nvidia_1gpu.json\n");
+  std::string error;
+  auto snap = variorum::parse_power_json(read_text(fixtures + "nvidia_1gpu.json"), error);
+  ASSERT_TRUE(snap) << error;
+  EXPECT_EQ(snap->timestamp_us, 1796323532981185);
+  EXPECT_EQ(snap->sockets, 1);
+  EXPECT_EQ(snap->gpus_per_socket, 1);
+  ASSERT_EQ(snap->values.size(), 1u);
+  EXPECT_EQ(snap->values[0].channel, "gpu0");
+  EXPECT_EQ(provider_->probe(options_).reason, "Variorum measures gpu0");
+}
+
+// Variorum 0.8 gives each socket num_gpus / num_sockets GPUs: one GPU on two sockets is reported as none.
+TEST_F(VariorumTest, FewerGpusThanSocketsIsExplained) {
+  script(R"(json {"n": {"timestamp": 5, "num_gpus_per_socket": 0, "socket_0": {"power_gpu_watts": {}},)"
+         R"( "socket_1": {"power_gpu_watts": {}}}})"
+         "\n");
+  try {
+    provider_->open(options_);
+    FAIL() << "open should throw";
+  } catch (const SourceError& e) {
+    EXPECT_NE(std::string(e.what()).find("0 GPUs per socket on 2 sockets"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("DOOLY_POWER_SOURCE=nvml"), std::string::npos) << e.what();
+  }
+}
+
+// Variorum 0.8.0's ARM Juno r2 port (ARM/juno_r2_power_features.c, written from its source: no such board here)
+// writes "power_gpu_watts" as a bare number, -1 on the socket without a GPU, and "num_gpus_per_socket": -1.
+TEST(VariorumJson, JunoGpuPowerAsANumberIsTheSocketsGpu) {
+  std::string error;
+  auto snap = variorum::parse_power_json(
+      R"({"juno": {"timestamp": 9, "socket_0": {"power_cpu_watts": 1.5, "power_gpu_watts": 0.75},
+                   "socket_1": {"power_gpu_watts": -1.0, "power_cpu_watts": 0.5},
+                   "power_node_watts": 3.25, "num_gpus_per_socket": -1}})",
+      error);
+  ASSERT_TRUE(snap) << error;
+  EXPECT_EQ(snap->gpus_per_socket, -1);
+  std::vector<std::string> names;
+  for (const auto& v : snap->values) names.push_back(v.channel);
+  EXPECT_EQ(names, (std::vector<std::string>{"node", "cpu0", "cpu1", "gpu0", "gpu1"}));
+  EXPECT_DOUBLE_EQ(snap->values[3].power_w, 0.75);
+  EXPECT_DOUBLE_EQ(snap->values[4].power_w, -1.0);  // not measurable: no channel
+  EXPECT_FALSE(variorum::parse_power_json(
+      R"({"n": {"timestamp": 1, "socket_0": {"power_gpu_watts": "x"}}})", error));
+  EXPECT_EQ(error, "\"power_gpu_watts\" of socket_0 is \"x\", not an object or a number");
+  EXPECT_FALSE(variorum::parse_power_json(R"({"n": {"timestamp": 1, "socket_0": {"power_gpu_watts": 2e5}}})", error));
 }
 
 TEST(VariorumJson, PerSocketGpuNumbersBecomeNodeWide) {

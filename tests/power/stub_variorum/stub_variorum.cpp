@@ -1,6 +1,8 @@
 // A stub libvariorum for tests: variorum_get_power_json serves a scripted sequence of answers from the file
 // named by DOOLY_STUB_VARIORUM_SCRIPT. One answer per line, consumed in order, the last one repeated:
 //   json <text>      return 0 and a malloc'ed copy of <text> (which may be malformed on purpose)
+//   file <path>      return 0 and the whole file, as it is: real Variorum writes its JSON over several lines
+//                    (json_dumps with JSON_INDENT(4)); tests/power/fixtures/variorum/ holds such output
 //   error <code>     return <code> and no string
 //   null             return 0 and no string
 // Blank lines and lines starting with '#' are skipped. The file is re-read (and the sequence restarted)
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -38,6 +41,11 @@ bool load(const std::string& path) {
     if (line.rfind("json ", 0) == 0) {
       a.kind = Answer::json;
       a.text = line.substr(5);
+    } else if (line.rfind("file ", 0) == 0) {
+      std::ifstream f(line.substr(5), std::ios::binary);
+      if (!f) return false;
+      a.kind = Answer::json;
+      a.text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
     } else if (line.rfind("error ", 0) == 0) {
       a.kind = Answer::error;
       a.code = std::atoi(line.c_str() + 6);

@@ -87,12 +87,21 @@ struct Gpu {
   double power_w;
 };
 
-// Reads socket_<s>'s "power_gpu_watts" object, if any, into gpus.
+// Reads socket_<s>'s "power_gpu_watts", if any, into gpus: an object {"GPU_<k>": W} (the NVIDIA and AMD GPU
+// ports), or a bare number, the socket's one GPU (Variorum's ARM Juno r2 port: -1 on the sockets without one).
 bool read_socket_gpus(int s, const json& obj, std::vector<Gpu>& gpus, std::string& error) {
   auto g = obj.find("power_gpu_watts");
   if (g == obj.end()) return true;
+  if (g->is_number()) {
+    if (g->get<double>() > kMaxPowerW) {
+      error = fmt::format("\"power_gpu_watts\" of socket_{} is {}, above {} W", s, g->dump(), kMaxPowerW);
+      return false;
+    }
+    gpus.push_back({s, 0, g->get<double>()});
+    return true;
+  }
   if (!g->is_object()) {
-    error = fmt::format("\"power_gpu_watts\" of socket_{} is {}, not an object", s, g->dump());
+    error = fmt::format("\"power_gpu_watts\" of socket_{} is {}, not an object or a number", s, g->dump());
     return false;
   }
   for (const auto& [key, value] : g->items()) {
@@ -151,17 +160,19 @@ std::optional<Snapshot> parse_power_json(const std::string& text, std::string& e
   if (number(*host, "power_node_watts", w, error)) snap.values.push_back({"node", Domain::node, -1, w});
   if (!error.empty()) return std::nullopt;
 
-  double gpus_per_socket = 0;
+  double gpus_per_socket = -1;
   number(*host, "num_gpus_per_socket", gpus_per_socket, error);
   error.clear();
+  snap.gpus_per_socket = gpus_per_socket >= 0 && gpus_per_socket <= kMaxIndex ? static_cast<int>(gpus_per_socket) : -1;
   if (!(gpus_per_socket >= 0 && gpus_per_socket <= kMaxIndex))
-    gpus_per_socket = 0;  // unusable: the GPUs' own numbers decide
+    gpus_per_socket = 0;  // absent or unusable (Juno r2 writes -1): the GPUs' own numbers decide
 
   std::map<int, const json*> sockets;
   for (const auto& [name, value] : host->items())
     if (auto s = suffix_number(name, "socket_"); s && value.is_object()) sockets[*s] = &value;
 
   std::vector<Gpu> gpus;
+  snap.sockets = static_cast<int>(sockets.size());
   for (const auto& [s, obj] : sockets)
     if (!read_socket(s, *obj, snap, gpus, error)) return std::nullopt;
   append_gpus(gpus, gpus_per_socket, snap);

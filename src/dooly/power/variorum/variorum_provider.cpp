@@ -141,6 +141,19 @@ class VariorumSession final : public Session {
       index_[ch.name] = static_cast<uint32_t>(channels_.size());
       channels_.push_back(std::move(ch));
     }
+    if (channels_.empty() && snap->values.empty()) {
+      // Variorum 0.8 gives each socket num_gpus / num_sockets GPUs (integer division): fewer GPUs than sockets
+      // means none is reported.
+      const bool gpus_lost = snap->gpus_per_socket == 0 && snap->sockets > 1;
+      throw SourceError("variorum", 0,
+                        gpus_lost ? fmt::format("Variorum's JSON holds no power value: it reports 0 GPUs per socket "
+                                                "on {} sockets (Variorum 0.8 splits the GPUs evenly over the "
+                                                "sockets, so fewer GPUs than sockets shows none)",
+                                                snap->sockets)
+                                  : std::string("Variorum's JSON holds no power value (a build without a port for "
+                                                "this machine's CPU or GPU?)"),
+                        "use DOOLY_POWER_SOURCE=nvml for GPU power, or a Variorum built with this machine's ports");
+    }
     if (channels_.empty())
       throw SourceError("variorum", 0, "Variorum reports every power domain as not measurable (-1)",
                         "check Variorum's support for this CPU/GPU, or choose another power source with "
