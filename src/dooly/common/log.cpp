@@ -3,8 +3,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
+
+#include "dooly/common/log_text.hpp"
 
 namespace dooly::log {
 
@@ -18,11 +19,7 @@ Level threshold() noexcept {
   if (const int f = forced.load(std::memory_order_relaxed); f >= 0) return static_cast<Level>(f);
   static const Level level = [] {
     const char* v = std::getenv("DOOLY_LOG");
-    if (!v) return Level::warn;
-    if (!std::strcmp(v, "error")) return Level::error;
-    if (!std::strcmp(v, "info")) return Level::info;
-    if (!std::strcmp(v, "debug")) return Level::debug;
-    return Level::warn;
+    return v ? level_from_word(v) : Level::warn;
   }();
   return level;
 }

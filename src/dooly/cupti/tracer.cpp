@@ -11,6 +11,7 @@
 
 #include "dooly/common/clock.hpp"
 #include "dooly/common/error.hpp"
+#include "dooly/common/log_text.hpp"
 #include "dooly/cupti/kernel_names.hpp"
 #include "dooly/power/registry.hpp"
 
@@ -40,20 +41,8 @@ void on_callback(void* userdata, int domain, uint32_t cbid, const void* data) {
     static_cast<Tracer*>(userdata)->nvtx_callback(cbid, static_cast<const abi::NvtxData*>(data));
 }
 
-// An error that spans lines (the power source's list of backends tried) as the one line it is promised to be.
-std::string one_line(std::string text) {
-  for (size_t at = text.find(":\n  "); at != std::string::npos; at = text.find(":\n  ", at)) text.replace(at, 4, ": ");
-  for (size_t at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) text.replace(at, 3, "; ");
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
-}
-
-log::Level level_from_word(const std::string& w) {
-  if (w == "error") return log::Level::error;
-  if (w == "info") return log::Level::info;
-  if (w == "debug") return log::Level::debug;
-  return log::Level::warn;
-}
+using log::level_from_word;
+using log::one_line;
 
 // The file a loaded function lives in (the full path of libcupti, for NVTX_INJECTION64_PATH).
 std::string file_of(const void* fn) {

@@ -9,41 +9,20 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/energy/report_writers.hpp"
+#include "dooly/energy/table_text.hpp"
 
 namespace dooly::energy {
 
 namespace {
 
+using table_text::compact;
+using table_text::csv_quote;
+using table_text::num;
+using table_text::shorten;
+
 using nlohmann::json;
 
 constexpr const char* kRankFileFix = "pass a <prefix>.rank<N>.json that dooly wrote under an MPI launcher";
-
-std::string compact(double v) {
-  const double a = std::fabs(v);
-  if (a < 1e-12) return "0";
-  if (a >= 100) return fmt::format("{:.1f}", v);
-  if (a >= 1) return fmt::format("{:.3f}", v);
-  return fmt::format("{:.3g}", v);
-}
-
-std::string shorten(const std::string& name, size_t width) {
-  if (name.size() <= width) return name;
-  const size_t head = (width - 3) / 2, tail = width - 3 - head;
-  return name.substr(0, head) + "..." + name.substr(name.size() - tail);
-}
-
-std::string csv_quote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) {
-    if (ch == '"') q += '"';
-    q += ch;
-  }
-  return q + '"';
-}
-
-std::string num(double v) { return fmt::format("{:.17g}", v); }
-std::string num(std::optional<double> v) { return v ? num(*v) : std::string(); }
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;

@@ -15,6 +15,7 @@
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
 #include "dooly/energy/rank_outputs.hpp"
+#include "dooly/energy/table_text.hpp"
 
 namespace dooly::energy {
 
@@ -37,20 +38,10 @@ Mode mode_from_string(std::string_view word) {
 
 namespace {
 
-std::string shorten(const std::string& name, size_t width) {
-  if (name.size() <= width) return name;
-  const size_t head = (width - 3) / 2, tail = width - 3 - head;
-  return name.substr(0, head) + "..." + name.substr(name.size() - tail);
-}
-
-// Significant digits that stay readable from microjoules to kilojoules.
-std::string compact(double v) {
-  const double a = std::fabs(v);
-  if (a < 1e-12) return "0";  // rounding residue of a subtraction, not a figure
-  if (a >= 100) return fmt::format("{:.1f}", v);
-  if (a >= 1) return fmt::format("{:.3f}", v);
-  return fmt::format("{:.3g}", v);
-}
+using table_text::compact;
+using table_text::csv_quote;
+using table_text::num;
+using table_text::shorten;
 
 // A half-width: "inf" when the run does not determine the figure.
 std::string interval(std::optional<double> hw) {
@@ -91,19 +82,6 @@ std::string flags_of(const RegionRow& r) {
   if (r.extrapolated_windows) f += '~';
   return f;
 }
-
-std::string csv_quote(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) {
-    if (ch == '"') q += '"';
-    q += ch;
-  }
-  return q + '"';
-}
-
-std::string num(double v) { return fmt::format("{:.17g}", v); }
-std::string num(std::optional<double> v) { return v ? num(*v) : std::string(); }
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/common/log.hpp"
+#include "dooly/common/log_text.hpp"
 #include "dooly/energy/report_writers.hpp"
 #include "dooly/kokkos/program_symbols.hpp"
 #include "dooly/power/registry.hpp"
@@ -35,20 +36,8 @@ ThreadState& thread_state(uint64_t generation) {
   return state;
 }
 
-// An error that spans lines (the power source's list of backends tried) as the one line it is promised to be.
-std::string one_line(std::string text) {
-  for (size_t at = text.find(":\n  "); at != std::string::npos; at = text.find(":\n  ", at)) text.replace(at, 4, ": ");
-  for (size_t at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) text.replace(at, 3, "; ");
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
-}
-
-log::Level level_from_word(const std::string& w) {
-  if (w == "error") return log::Level::error;
-  if (w == "info") return log::Level::info;
-  if (w == "debug") return log::Level::debug;
-  return log::Level::warn;
-}
+using log::level_from_word;
+using log::one_line;
 
 }  // namespace
 
