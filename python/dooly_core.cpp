@@ -157,7 +157,8 @@ class EnergyMeter {
   void end(const std::string& name, int32_t device) {
     profiler_->end(profiler_->key(name, energy::Kind::region), device);
   }
-  // A free window (a section): begun and ended in any order, on any thread; inclusive figures only.
+  // A free window (a section): begun and ended in any order, ended on the thread that began it (an end from a thread
+  // with no window open is ignored and counted: the meta's window_ends_stray); inclusive figures only.
   void begin_free(const std::string& name, int32_t device) {
     profiler_->begin(profiler_->key(name, energy::Kind::section), device, 0);
   }

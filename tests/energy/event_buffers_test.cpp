@@ -135,6 +135,30 @@ TEST(EventBuffers, FullRingDropsWholeWindowsAndCounts) {
   EXPECT_EQ(out[1].event.begin, 0);
 }
 
+TEST(EventBuffers, AFreeEndFromAnotherThreadIsStrayNotAFullRing) {
+  // Free windows (flags 0) into a ring of 16: 8 begins are kept (each holds its end's slot), the rest dropped.
+  EventBuffers buffers(16);
+  for (int i = 0; i < 10; ++i) buffers.record(static_cast<KeyId>(i), 0, true, 0);
+  EXPECT_EQ(buffers.dropped(), 2u);
+  // Their ends are a full ring's too, though other free windows are open on the thread: counted with the drops
+  // (by key: neither takes a kept window's reserved slot), not as strays.
+  for (int i = 9; i >= 8; --i) buffers.record(static_cast<KeyId>(i), 0, false, 0);
+  EXPECT_EQ(buffers.dropped(), 4u);
+  EXPECT_EQ(buffers.stray_ends(), 0u);
+  // An end from a thread that began nothing is a stray: ignored, counted apart, no ring is full.
+  std::thread other([&] { buffers.record(3, 0, false, 0); });
+  other.join();
+  EXPECT_EQ(buffers.dropped(), 4u);
+  EXPECT_EQ(buffers.stray_ends(), 1u);
+  // The kept windows end on their own thread, every end stored.
+  for (int i = 7; i >= 0; --i) buffers.record(static_cast<KeyId>(i), 0, false, 0);
+  std::vector<EventBuffers::Drained> out;
+  drain(buffers, out);
+  ASSERT_EQ(out.size(), 16u);
+  EXPECT_EQ(buffers.dropped(), 4u);
+  EXPECT_EQ(buffers.stray_ends(), 1u);
+}
+
 TEST(EventBuffers, AcceptTurnsRecordingOffAndOnForEveryThreadPresentAndFuture) {
   EventBuffers buffers(64);
   std::vector<EventBuffers::Drained> out;

@@ -62,4 +62,11 @@ uint64_t EventBuffers::dropped() const noexcept {
   return n;
 }
 
+uint64_t EventBuffers::stray_ends() const noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& t : threads_) n += t->stray_ends_.load(std::memory_order_relaxed);
+  return n;
+}
+
 }  // namespace dooly::energy

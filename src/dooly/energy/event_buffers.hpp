@@ -4,6 +4,7 @@
 // sampler thread drains every ring at each tick. A full ring drops the event and counts it (memory stays
 // bounded inside the host program).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -63,22 +64,18 @@ class EventBuffers {
       const bool nested = (flags & flags::nested) != 0;
       if (begin) {
         const uint64_t h = head_.load(std::memory_order_relaxed);
-        if (nested && dropped_depth_ > 0) return drop(nested);
+        if (nested && dropped_depth_ > 0) return drop(key, nested);
         // The tail as last seen: re-read (a cache line the consumer writes) only when the ring looks full.
         if (h - cached_tail_ + reserved_ + 2 > mask_ + 1) {
           cached_tail_ = tail_.load(std::memory_order_acquire);
-          if (h - cached_tail_ + reserved_ + 2 > mask_ + 1) return drop(nested);
+          if (h - cached_tail_ + reserved_ + 2 > mask_ + 1) return drop(key, nested);
         }
         ++reserved_;
         if (!nested) ++free_open_;
         store(h, key, device, true, flags);
         return;
       }
-      if (nested ? dropped_depth_ > 0 : free_open_ == 0) {
-        if (nested) --dropped_depth_;
-        count_drop();
-        return;
-      }
+      if ((nested ? dropped_depth_ > 0 : (free_open_ == 0 || dropped_free_ > 0)) && end_unkept(key, nested)) return;
       if (!nested) --free_open_;
       if (reserved_ > 0) --reserved_;
       store(head_.load(std::memory_order_relaxed), key, device, false, flags);
@@ -94,9 +91,41 @@ class EventBuffers {
     [[gnu::noinline, gnu::cold]] void count_drop() noexcept {
       dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
-    [[gnu::noinline, gnu::cold]] void drop(bool nested) noexcept {
-      if (nested) ++dropped_depth_;
+    [[gnu::noinline, gnu::cold]] void drop(KeyId key, bool nested) noexcept {
+      if (nested) {
+        ++dropped_depth_;
+      } else {
+        if (dropped_free_known_ < dropped_free_keys_.size()) dropped_free_keys_[dropped_free_known_++] = key;
+        ++dropped_free_;
+      }
       count_drop();
+    }
+    // An end with no kept begin on this thread: the end of a window dropped whole (the ring was full), or of a
+    // free window this thread never began (begun on another thread, or not at all): not a full ring, said apart.
+    // False: the end is a kept window's after all (a free window of another key was dropped), to be stored.
+    [[gnu::noinline, gnu::cold]] bool end_unkept(KeyId key, bool nested) noexcept {
+      if (nested) {
+        --dropped_depth_;
+        count_drop();
+        return true;
+      }
+      // The dropped free windows' keys, as many as are remembered; past those, an end no kept window can take.
+      for (uint32_t i = 0; i < dropped_free_known_; ++i) {
+        if (dropped_free_keys_[i] != key) continue;
+        for (uint32_t j = i + 1; j < dropped_free_known_; ++j) dropped_free_keys_[j - 1] = dropped_free_keys_[j];
+        --dropped_free_known_;
+        --dropped_free_;
+        count_drop();
+        return true;
+      }
+      if (free_open_ > 0) return false;
+      if (dropped_free_ > dropped_free_known_) {
+        --dropped_free_;
+        count_drop();
+      } else {
+        stray_ends_.store(stray_ends_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      }
+      return true;
     }
     void store(uint64_t h, KeyId key, int32_t device, bool begin, uint32_t flags) noexcept {
       RawEvent* slot = &data_[h & mask_];
@@ -128,6 +157,11 @@ class EventBuffers {
     std::atomic<uint64_t> dropped_{0};
     std::atomic<bool> accepting_;  // EventBuffers::accept
     const bool tsc_;               // read_ticks(tsc_) == ticks()
+    uint32_t dropped_free_ = 0;    // free begins dropped whose end has not come yet
+    // Cold: only drop and end_unkept (and the consumer's read of the count) touch these.
+    std::array<KeyId, 8> dropped_free_keys_{};  // of the dropped free windows pending, the keys of the first 8
+    uint32_t dropped_free_known_ = 0;           // how many of dropped_free_keys_ hold one
+    std::atomic<uint64_t> stray_ends_{0};       // free-window ends with no free window open on this thread
     // The consumer's.
     alignas(64) std::atomic<uint64_t> tail_{0};
     const uint32_t index_;
@@ -192,6 +226,10 @@ class EventBuffers {
     for (const Drained& d : scratch) sink(d.thread, d.event);
   }
   uint64_t dropped() const noexcept;
+  // Free-window ends that came on a thread with no free window of its own open: a window must end on the thread
+  // that began it (each thread's edges are buffered apart), so such an end is ignored and its begin, wherever it
+  // was, stays open to the end of the run.
+  uint64_t stray_ends() const noexcept;
   size_t capacity() const noexcept { return capacity_; }  // events per thread, as rounded up
 
  private:

@@ -444,6 +444,14 @@ Report Profiler::stop() {
         "lower DOOLY_PERIOD_MS",
         report.events_dropped, buffers_.capacity());
   }
+  if (const uint64_t stray = buffers_.stray_ends(); stray > 0) {
+    report.meta.emplace_back("window_ends_stray", std::to_string(stray));
+    log::warn(
+        "{} window ends came on a thread with no window of its own open: a free window (a section) must end on the "
+        "thread that began it, so those ends were ignored and their windows, wherever they began, stay open to the "
+        "end of the run (counted as unmatched); end each window on its own thread",
+        stray);
+  }
   if (staged_) {
     const uint64_t full = staged_->dropped_full(), late = staged_->dropped_late();
     report.events_dropped += 2 * (full + late);
