@@ -7,11 +7,14 @@ function(dooly_library name)
   target_link_libraries(dooly_${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# dooly_test(NAME SOURCES... DEPS ... [LABELS ...]): one gtest executable registered with ctest.
+# dooly_test(NAME SOURCES... DEPS ... [LABELS ...] [SHARDS n]): one gtest executable registered with ctest.
 # With DOOLY_UNIT_TESTS=OFF (the plain tier of scripts/test.sh) a test not labelled random or no-sanitizer is left
 # out of `all` and of ctest: its target still exists, so the lines after its dooly_test() need no guard.
+# SHARDS n: a slow executable (tens of seconds unoptimised under the sanitizers) runs as n ctest tests NAME_1of<n>..,
+# each a share of its cases (gtest's GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX), so `ctest -j` spreads it over the cores;
+# they are given a high COST, so that ctest starts them first (a clean checkout has no timings from a previous run).
 function(dooly_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "SHARDS" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE DOOLY_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
@@ -20,9 +23,22 @@ function(dooly_test name)
     set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
     return()
   endif()
-  add_test(NAME ${name} COMMAND ${name})
-  if(ARG_LABELS)
-    set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
+  if(ARG_SHARDS)
+    math(EXPR last "${ARG_SHARDS} - 1")
+    foreach(i RANGE ${last})
+      math(EXPR n "${i} + 1")
+      set(shard ${name}_${n}of${ARG_SHARDS})
+      add_test(NAME ${shard} COMMAND ${name})
+      set_tests_properties(${shard} PROPERTIES COST 1000 ENVIRONMENT "GTEST_TOTAL_SHARDS=${ARG_SHARDS};GTEST_SHARD_INDEX=${i}")
+      if(ARG_LABELS)
+        set_tests_properties(${shard} PROPERTIES LABELS "${ARG_LABELS}")
+      endif()
+    endforeach()
+  else()
+    add_test(NAME ${name} COMMAND ${name})
+    if(ARG_LABELS)
+      set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
+    endif()
   endif()
   # `cmake --build ... --target dooly_threads_tests` builds what the ThreadSanitizer tier runs.
   if("threads" IN_LIST ARG_LABELS)

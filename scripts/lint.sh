@@ -5,7 +5,7 @@
 #     BUILD_DIR        a configured build folder (default build/default: cmake --preset default)
 #     --changed BASE   format: only lines changed since the git revision BASE (git clang-format --diff);
 #                      tidy: only the .cpp files changed since BASE
-#     --cache FILE     tidy: skip the units whose content key (scripts/tidy_cache.py: the unit preprocessed, the
+#     --cache FILE     tidy: skip the units whose content key (scripts/clean_units.py: the unit preprocessed, the
 #                      config, the tool's version) FILE lists as found clean; CI uses .ci/tidy-clean.txt
 #     --update-cache   with --cache: rewrite FILE with the keys of every unit now clean (run it after a change,
 #                      and commit FILE; a stale FILE only makes CI tidy more)
@@ -98,7 +98,7 @@ PY
     while read -r f k; do
       key_of[$f]=$k
       if [ "$k" != none ] && [ -f "$cache" ] && grep -qxF "$k" "$cache"; then clean_before+=("$f"); else todo+=("$f"); fi
-    done < <(DOOLY_LINT_JOBS=$jobs python3 scripts/tidy_cache.py keys "$build" "${units[@]}")
+    done < <(DOOLY_LINT_JOBS=$jobs python3 scripts/clean_units.py keys "$build" "${units[@]}")
     echo "lint: clang-tidy: ${#clean_before[@]} of ${#units[@]} files are as they were when found clean ($cache)"
     units=("${todo[@]}")
   fi

@@ -11,7 +11,7 @@
 #      target, default 10),
 #   6. lint: clang-format over src/ and clang-tidy (bugprone, performance, complexity <= 25) over all of src/;
 #      a unit whose exact content (preprocessed, with the same config and tool) .ci/tidy-clean.txt lists as
-#      found clean is not tidied again (scripts/tidy_cache.py; refresh it with
+#      found clean is not tidied again (scripts/clean_units.py; refresh it with
 #      scripts/lint.sh --tidy-only --cache .ci/tidy-clean.txt --update-cache).
 # Every build treats compiler warnings as errors: DOOLY_WERROR=1 below makes scripts/build.sh (and the fuzz
 # build in scripts/fuzz.sh) configure with -DDOOLY_WERROR=ON; those folders keep it for later local builds
@@ -39,7 +39,10 @@ tier "plain build: deliverables and integration tests, the CLI's tests; every pu
 # and the folder gets every test back when this script ends, however it ends.
 trap 'cmake --preset default -DDOOLY_UNIT_TESTS=ON >/dev/null 2>&1 || true' EXIT
 DOOLY_UNIT_TESTS=0 bash scripts/build.sh default
-cmake --build --preset default -j "$jobs" --target dooly_header_check
+# Every header compiled alone (cmake/HeaderCheck.cmake's units), less those whose exact text .ci/headers-clean.txt
+# lists as found clean (refresh: python3 scripts/clean_units.py headers build/default --cache
+# .ci/headers-clean.txt --update-cache).
+python3 scripts/clean_units.py headers build/default --cache .ci/headers-clean.txt
 ctest --preset default -j "$jobs" -L "no-sanitizer|random|cli"
 
 tier "ThreadSanitizer (threads)"

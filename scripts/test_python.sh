@@ -12,9 +12,10 @@ fi
 export PYTHONPATH="$PWD/python:$PWD/build/default/python${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1   # random weights only: nothing may be downloaded
 set +e
-# The files on every core (pytest-xdist), each file on one worker so its module fixtures run once; PYTEST_JOBS=0
-# runs them in this process.
-jobs=${PYTEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+# The files on one worker more than there are cores (pytest-xdist: the end-to-end tests spend much of their time
+# waiting on subprocesses and replayed clocks), each file on one worker so its module fixtures run once;
+# PYTEST_JOBS=0 runs them in this process.
+jobs=${PYTEST_JOBS:-$(( $(nproc 2>/dev/null || echo 2) + 1 ))}
 xdist=()
 [ "$jobs" -gt 1 ] && xdist=(-n "$jobs" --dist loadfile)
 .venv/bin/python -m pytest -q "${xdist[@]}" tests/python "$@"
