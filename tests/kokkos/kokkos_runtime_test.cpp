@@ -1,12 +1,6 @@
 // libkp_gpu_energy.so loaded by a real Kokkos runtime (Debian's Trilinos Kokkos in CI): the test launches
 // kokkos_app with KOKKOS_PROFILE_LIBRARY / KOKKOS_TOOLS_LIBS pointing at the connector and a recorded power
 // trace replayed in real time, then checks the JSON report, the program's own output and the exit status.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,66 +11,22 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "support/spawn.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using RunResult = dooly::testing::Spawned;
+using dooly::testing::read_text;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs the Kokkos program with the current environment minus every DOOLY_/Kokkos-tools variable, plus `env`.
+// Runs the Kokkos program as tests/support/spawn.hpp does (no DOOLY_/Kokkos-tools variable of ours), plus `env`.
 RunResult run_app(const std::map<std::string, std::string>& env, const std::vector<std::string>& args,
                   const fs::path& dir) {
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    if (kv.rfind("DOOLY_", 0) == 0 || kv.rfind("KOKKOS_TOOLS_", 0) == 0 || kv.rfind("KOKKOS_PROFILE_LIBRARY", 0) == 0)
-      continue;
-    env_store.push_back(kv);
-  }
-  for (const auto& [k, v] : env) env_store.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
-  std::vector<std::string> arg_store = {KOKKOS_APP};
-  arg_store.insert(arg_store.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : arg_store) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  const std::string out_path = (dir / "stdout.txt").string(), err_path = (dir / "stderr.txt").string();
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  RunResult r;
-  const int rc = posix_spawn(&pid, KOKKOS_APP, &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = std::string("posix_spawn failed: ") + std::strerror(rc);
-    return r;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
+  std::vector<std::string> argv = {KOKKOS_APP};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return dooly::testing::spawn_program(argv, env, dir);
 }
 
 std::vector<std::string> dooly_lines(const std::string& text) {
@@ -123,7 +73,7 @@ TEST_F(KokkosRuntime, ConnectorReportsEveryKernelRegionSectionAndCopyWithExactCa
   EXPECT_GT(table, r.out.find("kokkos_app:"));
 
   ASSERT_TRUE(fs::exists(dir_ / "run.csv"));
-  EXPECT_EQ(slurp(dir_ / "run.csv").rfind("# dooly-energy-csv v2\n", 0), 0u);
+  EXPECT_EQ(read_text(dir_ / "run.csv").rfind("# dooly-energy-csv v2\n", 0), 0u);
   std::ifstream in(dir_ / "run.json");
   ASSERT_TRUE(in.good());
   const json j = json::parse(in);
@@ -324,7 +274,7 @@ TEST_F(KokkosRuntime, TimingShimForwardsEveryHookAndTimesTheInnerTool) {
       kernel_calls += row.at("calls").get<uint64_t>();
     }
   EXPECT_GE(kernel_calls, 25u);
-  const auto f = shim_line(slurp(dir_ / "shim.txt"));
+  const auto f = shim_line(read_text(dir_ / "shim.txt"));
   ASSERT_FALSE(f.empty()) << r.err;
   EXPECT_EQ(f.at("inner"), fs::path(KP_LIBRARY).filename().string());
   EXPECT_EQ(std::stoull(f.at("kernels")), kernel_calls);
@@ -338,7 +288,7 @@ TEST_F(KokkosRuntime, TimingShimForwardsEveryHookAndTimesTheInnerTool) {
   env["KP_SHIM_SKIP_KERNELS"] = "10";
   const RunResult e = run_app(env, {"8", "2000000"}, dir_);
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  const auto fe = shim_line(slurp(dir_ / "shim_empty.txt"));
+  const auto fe = shim_line(read_text(dir_ / "shim_empty.txt"));
   ASSERT_FALSE(fe.empty()) << e.err;
   EXPECT_EQ(std::stoull(fe.at("kernels")), kernel_calls - 10);
   EXPECT_EQ(std::stoull(fe.at("hook_calls")), 2 * (kernel_calls - 10));  // the empty tool has kernel hooks only

@@ -2,14 +2,10 @@
 // each rank writes <prefix>.rank<N>.json and rank 0 the reduced <prefix>.json, .csv and the one table. The
 // program does not link MPI: the connector finds its rank in the launcher's environment (energy/ranks.hpp).
 // Skipped, saying why, where Open MPI's mpirun is not on PATH (scripts/setup.sh installs openmpi-bin).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,77 +17,25 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "support/spawn.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using RunResult = dooly::testing::Spawned;
+using dooly::testing::read_text;
 
 json read_json(const fs::path& p) {
   std::ifstream in(p);
   return json::parse(in);
 }
 
-bool starts_with_any(const std::string& kv, std::initializer_list<const char*> prefixes) {
-  for (const char* p : prefixes)
-    if (kv.rfind(p, 0) == 0) return true;
-  return false;
-}
-
-// Runs argv[0] (a full path) with the current environment minus dooly's, the Kokkos tool's and any launcher's rank
-// variables, plus `env`; stdout and stderr go to files in dir.
+// Runs argv[0] (a full path) as tests/support/spawn.hpp does; stdout and stderr go to files in dir.
 RunResult run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
               const fs::path& dir) {
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    if (starts_with_any(kv, {"DOOLY_", "KOKKOS_TOOLS_", "KOKKOS_PROFILE_LIBRARY", "CUDA_VISIBLE_DEVICES=",
-                             "OMPI_COMM_WORLD_", "PMI_", "PMIX_", "MV2_COMM_WORLD_", "SLURM_"}))
-      continue;
-    env_store.push_back(kv);
-  }
-  for (const auto& [k, v] : env) env_store.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> arg_store = args;
-  std::vector<char*> argv;
-  for (auto& s : arg_store) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  const std::string out_path = (dir / "stdout.txt").string(), err_path = (dir / "stderr.txt").string();
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  RunResult r;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = std::string("posix_spawn failed: ") + std::strerror(rc);
-    return r;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
+  return dooly::testing::spawn_program(args, env, dir);
 }
 
 // Open MPI's mpirun on PATH, or empty.
@@ -195,7 +139,7 @@ TEST_F(MpiRanks, TwoRanksOnTheirOwnGpusReduceToOneReport) {
 
   ASSERT_TRUE(fs::exists(dir_ / "run.rank0.json")) << r.err;
   ASSERT_TRUE(fs::exists(dir_ / "run.rank1.json")) << r.err;
-  EXPECT_EQ(slurp(dir_ / "run.csv").rfind("# dooly-ranks-csv v1\n", 0), 0u);
+  EXPECT_EQ(read_text(dir_ / "run.csv").rfind("# dooly-ranks-csv v1\n", 0), 0u);
   const json j = read_json(dir_ / "run.json");
   EXPECT_EQ(j.at("kind"), "ranks");
   EXPECT_EQ(j.at("launcher"), "Open MPI");
