@@ -87,7 +87,8 @@ def _key(entry: dict, root: str, fingerprint: bytes) -> str:
     if r.returncode != 0:  # cannot preprocess: no key, so the unit is always checked
         return "none"
     # The flags as well as the text: the tool parses with them (language level, warnings it reports as errors).
-    flags = "\0".join(argv).replace(root, "@ROOT@").encode()
+    # Not the debug-info level (-g, -g1, ...): it changes what is emitted, never what parses or warns.
+    flags = "\0".join(a for a in argv if not a.startswith("-g")).replace(root, "@ROOT@").encode()
     text = r.stdout.replace(root.encode(), b"@ROOT@")
     return hashlib.sha256(fingerprint + flags + b"\0" + text).hexdigest()
 
