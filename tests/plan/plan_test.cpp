@@ -159,7 +159,7 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   const int64_t ctx = upsert_measurement_context(f.db, json{{"gpu_name", "test"}});
   Plan p = f.plan(ctx);
   const UnitPlan& u =
-      *std::find_if(p.units.begin(), p.units.end(), [](const UnitPlan& x) { return x.points.size() >= 3; });
+      *std::find_if(p.units.begin(), p.units.end(), [](const UnitPlan& x) { return x.points.size() >= 4; });
   json pt = {{"key", u.points[0].key}, {"bindings", u.points[0].bindings}};
   commit_point(f.db, {{"signature", u.hash},
                       {"provenance_id", ctx},
@@ -194,9 +194,20 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
                       {"repetitions", 5},
                       {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}}});
   EXPECT_EQ(f.plan(ctx).todo.points, p.todo.points - 2);
+  // One the engine found below its resolution floor is measured, not measured again.
+  json pt4 = {{"key", u.points.back().key}};
+  commit_point(f.db, {{"signature", u.hash},
+                      {"provenance_id", ctx},
+                      {"point", pt4},
+                      {"status", "ok"},
+                      {"repetitions", 5},
+                      {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}},
+                      {"energy", {{"j", nullptr}}},
+                      {"extra", {{"energy", {{"below_floor", true}, {"note", "below the resolution floor"}}}}}});
+  EXPECT_EQ(f.plan(ctx).todo.points, p.todo.points - 3);
   PlanOptions time_only;
   time_only.require_energy = false;
-  EXPECT_EQ(f.plan(ctx, time_only).todo.points, p.todo.points - 3);
+  EXPECT_EQ(f.plan(ctx, time_only).todo.points, p.todo.points - 4);
   // Another measurement context holds nothing.
   const int64_t other = upsert_measurement_context(f.db, json{{"gpu_name", "other"}});
   EXPECT_EQ(f.plan(other).todo.points, p.todo.points);

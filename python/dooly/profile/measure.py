@@ -302,7 +302,7 @@ def point_energy(rep: dict, region: str, calls: int, busy_s: float, cuda: bool,
             gaps_s = max(0.0, r.get("time_s", busy_s) - busy_s) if cuda else 0.0
             j = (total_j - idle_w * gaps_s) / calls
             if j <= 0:
-                return {"j": None, "note": f"below the resolution floor (window {total_j:.4g} J, idle over gaps "
+                return {"j": None, "below_floor": True, "note": f"below the resolution floor (window {total_j:.4g} J, idle over gaps "
                                            f"{idle_w * gaps_s:.4g} J)"}
             hw = r.get("model_energy_hw_j")
             trap_j = (r.get("energy_j", 0.0) - idle_w * gaps_s) / calls  # both figures kept: they are checked

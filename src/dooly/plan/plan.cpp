@@ -369,9 +369,21 @@ bool unsettled(const store::Measurement& m, const MeasureSettings& s) {
   return settled > 0 && settled < 0.95 * s.settle_s;  // 5 % slack: the worker stops at its first check past it
 }
 
+// Whether an ok row holds no energy because the engine found its windows below the resolution floor (no more
+// energy than idle over them; extra_json.energy.below_floor, written by the worker with its note): measured, with
+// nothing to resolve; measuring it again would only add rows.
+bool below_floor(const store::Measurement& m) {
+  if (m.energy_j) return false;
+  const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
+  if (!extra.is_object() || !extra.contains("energy") || !extra["energy"].is_object()) return false;
+  const auto it = extra["energy"].find("below_floor");
+  return it != extra["energy"].end() && it->is_boolean() && it->get<bool>();
+}
+
 // Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure, from the unit's
-// rows under the context (one query). With require_energy an ok row counts only with its energy; an ok row without
-// it is neither committed nor failed: measured again, as is an unsettled one (its energy predates the settle period).
+// rows under the context (one query). With require_energy an ok row counts only with its energy, or with the
+// engine's word that it was below the resolution floor; an ok row without either is neither committed nor failed:
+// measured again, as is an unsettled one (its energy predates the settle period).
 void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, int64_t provenance_id,
                   const PlanOptions& options, const MeasureSettings& measure) {
   std::set<std::string> committed, ok, tried, stale;
@@ -383,7 +395,7 @@ void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, 
       ok.insert(m.point_key);
       if (options.require_energy && unsettled(m, measure)) {
         stale.insert(m.point_key);
-      } else if (m.energy_j || !options.require_energy) {
+      } else if (m.energy_j || !options.require_energy || below_floor(m)) {
         committed.insert(m.point_key);  // takes precedence over an older unsettled row of the point
       }
     }
