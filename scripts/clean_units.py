@@ -18,6 +18,7 @@ to the unit, a header, the flags, the configuration or the tool gives a new key 
 """
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import functools
 import hashlib
@@ -146,17 +147,21 @@ def headers(build: str, cache: str | None, update: bool) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) >= 2 and argv[0] == "keys":
-        return keys(argv[1], argv[2:])
-    if len(argv) >= 2 and argv[0] == "headers":
-        rest = argv[2:]
-        cache = rest[rest.index("--cache") + 1] if "--cache" in rest and rest.index("--cache") + 1 < len(rest) else None
-        if "--update-cache" in rest and cache is None:
-            print("clean_units.py: --update-cache needs --cache FILE", file=sys.stderr)
-            return 2
-        return headers(argv[1], cache, "--update-cache" in rest)
-    print(__doc__.strip().split("\n\n")[-1], file=sys.stderr)
-    return 2
+    parser = argparse.ArgumentParser(prog="clean_units.py", description=__doc__.strip().split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    k = sub.add_parser("keys", help="print 'FILE KEY' per unit for clang-tidy")
+    k.add_argument("build")
+    k.add_argument("files", nargs="*")
+    h = sub.add_parser("headers", help="compile every header-check unit not listed clean")
+    h.add_argument("build")
+    h.add_argument("--cache", help="the list of clean keys (CI: .ci/headers-clean.txt)")
+    h.add_argument("--update-cache", action="store_true", help="rewrite --cache with the keys of every unit now clean")
+    args = parser.parse_args(argv)
+    if args.command == "keys":
+        return keys(args.build, args.files)
+    if args.update_cache and not args.cache:
+        parser.error("--update-cache needs --cache FILE")
+    return headers(args.build, args.cache, args.update_cache)
 
 
 if __name__ == "__main__":

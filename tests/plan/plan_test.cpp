@@ -160,14 +160,19 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   Plan p = f.plan(ctx);
   const UnitPlan& u =
       *std::find_if(p.units.begin(), p.units.end(), [](const UnitPlan& x) { return x.points.size() >= 4; });
-  json pt = {{"key", u.points[0].key}, {"bindings", u.points[0].bindings}};
-  commit_point(f.db, {{"signature", u.hash},
-                      {"provenance_id", ctx},
-                      {"point", pt},
-                      {"status", "ok"},
-                      {"repetitions", 5},
-                      {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}},
-                      {"energy", {{"j", 0.01}, {"hw_j", 0.001}}}});
+  // An ok row of the unit at `point` with `more` (energy, extra) merged in.
+  auto commit_ok = [&](const json& point, const json& more) {
+    json row = {{"signature", u.hash},
+                {"provenance_id", ctx},
+                {"point", point},
+                {"status", "ok"},
+                {"repetitions", 5},
+                {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}}};
+    row.update(more);
+    commit_point(f.db, row);
+  };
+  commit_ok({{"key", u.points[0].key}, {"bindings", u.points[0].bindings}},
+            {{"energy", {{"j", 0.01}, {"hw_j", 0.001}}}});
   json pt2 = {{"key", u.points[1].key}};
   commit_point(f.db, {{"signature", u.hash},
                       {"provenance_id", ctx},
@@ -186,24 +191,12 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   retry.retry_failed = true;
   EXPECT_EQ(f.plan(ctx, retry).todo.points, p.todo.points - 1);
   // An ok row without energy is measured again when energy is wanted (a run with a power source), not otherwise.
-  json pt3 = {{"key", u.points[2].key}};
-  commit_point(f.db, {{"signature", u.hash},
-                      {"provenance_id", ctx},
-                      {"point", pt3},
-                      {"status", "ok"},
-                      {"repetitions", 5},
-                      {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}}});
+  commit_ok({{"key", u.points[2].key}}, json::object());
   EXPECT_EQ(f.plan(ctx).todo.points, p.todo.points - 2);
   // One the engine found below its resolution floor is measured, not measured again.
-  json pt4 = {{"key", u.points.back().key}};
-  commit_point(f.db, {{"signature", u.hash},
-                      {"provenance_id", ctx},
-                      {"point", pt4},
-                      {"status", "ok"},
-                      {"repetitions", 5},
-                      {"latency_s", {{"mean", 1e-5}, {"median", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"std", 0.0}}},
-                      {"energy", {{"j", nullptr}}},
-                      {"extra", {{"energy", {{"below_floor", true}, {"note", "below the resolution floor"}}}}}});
+  commit_ok({{"key", u.points.back().key}},
+            {{"energy", {{"j", nullptr}}},
+             {"extra", {{"energy", {{"below_floor", true}, {"note", "below the resolution floor"}}}}}});
   EXPECT_EQ(f.plan(ctx).todo.points, p.todo.points - 3);
   PlanOptions time_only;
   time_only.require_energy = false;
