@@ -32,8 +32,9 @@ bool ok(cudaError_t e, const char* what) {
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::puts("cupti_demo: no CUDA device: skipped");
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0) {
+    std::printf("cupti_demo: no CUDA device (%s): skipped\n", cudaGetErrorString(status));
     return 77;
   }
   const int n = 1 << 24;

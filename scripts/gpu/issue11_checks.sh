@@ -17,7 +17,7 @@
 #   STAGES="trace composition cost" scripts/gpu/issue11_checks.sh      then   STAGES="validate profile" ...
 # The store is worked on in a copy that stays in /tmp/dooly-checks while the machine is held (made from $DB when
 # absent or when $DB is not the store it was made from), so that the engine cost of one command and the points of
-# the next add up; every command copies it to $OUT/h200.sqlite: copy that to data/profile/ and commit it. A machine
+# the next add up; every command copies it to $OUT/h200.sqlite.gz: unpack that into data/profile/ and commit it. A machine
 # held only 30 s between calls may be a fresh one: if a call's store did not make it into the tree, merge it in
 # afterwards (dooly store merge data/profile/h200.sqlite <that store>) rather than copying over. Everything else the command writes is packed into
 # $OUT/results.tgz (the logs, the composition, cost and energy JSON); new traces come back as $OUT/traces.tgz.
@@ -132,7 +132,7 @@ c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 print("store:", dict(c.execute("SELECT status, count(*) FROM measurements GROUP BY status").fetchall()),
       "resolutions:", dict(c.execute("SELECT status, count(*) FROM resolutions GROUP BY status").fetchall()))
 PY
-cp "$DB" "$OUT/h200.sqlite"
+gzip -c "$DB" > "$OUT/h200.sqlite.gz"  # compressed: the store passed the 16 MiB a returned file may have
 [ -f "$TR/traces.tgz" ] && cp "$TR/traces.tgz" "$OUT/"  # new traces: commit it as data/traces/h200/traces.tgz
 stamp done
-tar -czf "$OUT/results.tgz" -C "$RES" .  # $OUT brings back at most 8 files: results.tgz, h200.sqlite, traces.tgz
+tar -czf "$OUT/results.tgz" -C "$RES" .  # $OUT brings back at most 8 files: results.tgz, h200.sqlite.gz, traces.tgz

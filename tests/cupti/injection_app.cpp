@@ -1,22 +1,36 @@
 // A stand-in for a CUDA program run with CUDA_INJECTION64_PATH: loads libdooly_cupti.so the way the driver does
 // (dlopen, then InitializeInjection), has the stub libcupti deliver a few kernels, and exits normally, so the
-// report is written by the library's exit handler. Usage: injection_app LIBDOOLY_CUPTI STUB_CUPTI
+// report is written by the library's exit handler. Usage: injection_app LIBDOOLY_CUPTI STUB_CUPTI [LIBCUDA]
+// With LIBCUDA (the stub libcuda) it plays the driver more closely: InitializeInjection runs "inside cuInit"
+// (DOOLY_STUB_CUDA_INSIDE_INIT=1), and the program's own cuInit follows and must succeed.
 #include <dlfcn.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 int main(int argc, char** argv) {
-  if (argc != 3) return 2;
+  if (argc != 3 && argc != 4) return 2;
   void* tool = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!tool) {
     std::fprintf(stderr, "app: %s\n", dlerror());
     return 3;
   }
   auto init = reinterpret_cast<int (*)()>(dlsym(tool, "InitializeInjection"));
+  if (argc == 4) setenv("DOOLY_STUB_CUDA_INSIDE_INIT", "1", 1);
   if (!init || init() != 1) return 4;
+  if (argc == 4) {
+    unsetenv("DOOLY_STUB_CUDA_INSIDE_INIT");
+    void* cuda = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL);
+    auto cu_init = cuda ? reinterpret_cast<int (*)(unsigned)>(dlsym(cuda, "cuInit")) : nullptr;
+    const int rc = cu_init ? cu_init(0) : -1;
+    if (rc != 0) {
+      std::fprintf(stderr, "app: the program's cuInit failed after the injection (CUDA error %d)\n", rc);
+      return 5;
+    }
+  }
   void* stub = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);  // the copy the tool loaded (same path)
   if (!stub) return 0;                                  // the tool could not load it: nothing to deliver
   auto now = reinterpret_cast<uint64_t (*)(uint64_t*)>(dlsym(stub, "cuptiGetTimestamp"));

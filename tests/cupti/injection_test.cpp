@@ -19,13 +19,17 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-int run(const std::string& env, const dooly::testing::TempDir& dir) {
-  const std::string cmd = "env -u DOOLY_TRACE -u DOOLY_RECORD " + env +
-                          " DOOLY_POWER_SOURCE=replay DOOLY_REPLAY_FILE=" + std::string(DOOLY_SOURCE_DIR) +
-                          "/data/runs/h200-kokkos-demo.recording DOOLY_OUTPUT=" + dir.file("report") +
-                          " DOOLY_TABLE_FILE=" + dir.file("table.txt") + " DOOLY_CUPTI_DELAY_MS=10 " + INJECTION_APP +
-                          " " + DOOLY_CUPTI_INJECTION + " " + DOOLY_STUB_CUPTI_PATH + " > " + dir.file("out.txt") +
-                          " 2> " + dir.file("err.txt");
+const std::string kReplay = std::string("DOOLY_POWER_SOURCE=replay DOOLY_REPLAY_FILE=") + DOOLY_SOURCE_DIR +
+                            "/data/runs/h200-kokkos-demo.recording";
+
+// `power` chooses the power source; `app_args` go after the two libraries (the stub libcuda, for the driver test).
+int run(const std::string& env, const dooly::testing::TempDir& dir, const std::string& power = kReplay,
+        const std::string& app_args = "") {
+  const std::string cmd = "env -u DOOLY_TRACE -u DOOLY_RECORD " + env + " " + power +
+                          " DOOLY_OUTPUT=" + dir.file("report") + " DOOLY_TABLE_FILE=" + dir.file("table.txt") +
+                          " DOOLY_CUPTI_DELAY_MS=10 " + INJECTION_APP + " " + DOOLY_CUPTI_INJECTION + " " +
+                          DOOLY_STUB_CUPTI_PATH + " " + app_args + " > " + dir.file("out.txt") + " 2> " +
+                          dir.file("err.txt");
   return std::system(cmd.c_str());
 }
 
@@ -48,6 +52,25 @@ TEST(Injection, TheReportIsWrittenAtExit) {
   const std::string table = slurp(dir.file("table.txt"));
   EXPECT_NE(table.find("stencil "), std::string::npos) << table;
   EXPECT_NE(table.find("GPU 0 stream 7"), std::string::npos) << table;
+}
+
+// On an H200 (driver 580) the NVML backend's device mapping called cuInit from inside the driver's cuInit, and
+// every CUDA program then failed with "initialization error". The stub libcuda fails the same way.
+TEST(Injection, NvmlIsOpenedWithoutCallingTheDriverFromInsideCuInit) {
+  dooly::testing::TempDir dir;
+  {
+    std::ofstream script(dir.file("nvml.script"));
+    script << "device 00000000:00:06.0 NVIDIA H200\npower * 0 300\n";
+  }
+  const std::string nvml = std::string("DOOLY_POWER_SOURCE=nvml DOOLY_NVML_LIBRARY=") + DOOLY_STUB_NVML_PATH +
+                           " DOOLY_LIBCUDA=" + DOOLY_STUB_CUDA_PATH + " DOOLY_STUB_NVML_SCRIPT=" +
+                           dir.file("nvml.script");
+  ASSERT_EQ(run(std::string("DOOLY_CUPTI_LIB=") + DOOLY_STUB_CUPTI_PATH, dir, nvml, DOOLY_STUB_CUDA_PATH), 0)
+      << slurp(dir.file("err.txt"));
+  EXPECT_NE(slurp(dir.file("out.txt")).find("app: done"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(dir.file("report.json")));
+  ASSERT_EQ(j.at("channels").size(), 1U) << j.dump(1);
+  EXPECT_EQ(j.at("channels")[0].at("name"), "gpu0") << j.dump(1);
 }
 
 TEST(Injection, WithoutCuptiOneLineAndTheProgramRunsOn) {

@@ -56,6 +56,9 @@ std::string file_of(const void* fn) {
 TracerSettings TracerSettings::from_settings(const SettingValues& v) {
   TracerSettings s;
   s.profiler = energy::ProfilerOptions::from_settings(v);
+  // The tracer starts in InitializeInjection, which the driver calls from inside cuInit: a second cuInit there
+  // (NVML's device mapping asks libcuda for PCI bus ids) fails the program's own ("initialization error").
+  s.profiler.power.inside_cuda_init = true;
   s.profiler.event_delay_ns = static_cast<int64_t>(v.number("CUPTI_DELAY_MS").value_or(1000.0) * 1e6);
   s.output = energy::OutputSettings::from_settings(v);
   if (s.output.ranks) s.profiler.per_rank(s.output.ranks->rank);

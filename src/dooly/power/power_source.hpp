@@ -54,6 +54,9 @@ struct Options {
   std::string library;            // nvml / variorum: library file to dlopen instead of the default name
   bool replay_realtime = true;    // replay: shift stamps so the first sample is "now" and release them as time
                                   // passes (live use); false: return every sample at once with its own stamp
+  bool inside_cuda_init = false;  // nvml: opened from inside cuInit (a CUDA injection's InitializeInjection), where
+                                  // calling the driver again makes the program's own cuInit fail: CUDA ordinals
+                                  // then come from CUDA_VISIBLE_DEVICES instead of the driver's PCI bus ids
 };
 
 class Session {

@@ -1,7 +1,10 @@
 // A stub libcuda.so.1 for tests: cuInit, cuDeviceGetCount, cuDeviceGet and cuDeviceGetPCIBusId over the devices
 // of the stub NVML script (stub_script.hpp). CUDA's enumeration is `cuda_order` (NVML indices); like the real
 // driver, cuInit applies CUDA_VISIBLE_DEVICES (integers only; parsing stops at the first invalid entry) and
-// returns CUDA_ERROR_NO_DEVICE when nothing is left.
+// returns CUDA_ERROR_NO_DEVICE when nothing is left. Like the real driver (driver 580, seen on an H200), a cuInit
+// made while the driver is already inside cuInit -- a CUDA injection's InitializeInjection calling back -- fails
+// and leaves every later cuInit failing too ("initialization error"): a test that plays the driver sets
+// DOOLY_STUB_CUDA_INSIDE_INIT=1 around its call of InitializeInjection.
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -17,6 +20,7 @@ constexpr int CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_NOT_INI
 
 std::mutex mu;
 bool initialised = false;
+bool poisoned = false;  // cuInit was called from inside cuInit: it fails from then on
 std::vector<std::string> visible;  // PCI bus id per CUDA ordinal
 
 }  // namespace
@@ -27,6 +31,9 @@ int cuInit(unsigned int flags) {
   try {
     std::lock_guard<std::mutex> lock(mu);
     if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    const char* inside = std::getenv("DOOLY_STUB_CUDA_INSIDE_INIT");
+    if (inside && std::string(inside) == "1") poisoned = true;
+    if (poisoned) return CUDA_ERROR_NOT_INITIALIZED;  // the runtime says "initialization error"
     stub::Script s;
     std::string error;
     if (!stub::load_script(s, error)) return CUDA_ERROR_UNKNOWN;

@@ -84,13 +84,17 @@ Target open_target(const Library& lib, int o, const CudaDevices& cuda, const std
   return t;
 }
 
-std::vector<Target> select_targets(const Library& lib, const std::vector<int>& wanted) {
+std::vector<Target> select_targets(const Library& lib, const std::vector<int>& wanted, bool inside_cuda_init) {
   const Api& api = lib.api();
   unsigned nvml_count = 0;
   if (Return rc = api.device_get_count_v2(&nvml_count); rc != kSuccess)
     throw lib.error(rc, "nvmlDeviceGetCount_v2", "listing GPUs");
 
-  CudaDevices cuda = list_cuda_devices();
+  CudaDevices cuda;
+  if (inside_cuda_init)
+    cuda.why_not = "opened inside cuInit (a CUDA injection), where the driver cannot be asked";
+  else
+    cuda = list_cuda_devices();
   if (cuda.from_libcuda && !api.device_get_handle_by_pci_bus_id_v2) {
     cuda = CudaDevices{};
     cuda.why_not = fmt::format("{} lacks nvmlDeviceGetHandleByPciBusId_v2", lib.file());
@@ -103,7 +107,10 @@ std::vector<Target> select_targets(const Library& lib, const std::vector<int>& w
   } else {
     std::string note;
     index_map = ordinals_to_nvml_indices(nvml_count, cvd, note);
-    log::warn("nvml: {}; {}", cuda.why_not, note);
+    if (inside_cuda_init)
+      log::info("nvml: {}; {}", cuda.why_not, note);
+    else
+      log::warn("nvml: {}; {}", cuda.why_not, note);
     visible = index_map.size();
   }
   if (visible == 0)
@@ -195,7 +202,7 @@ NvmlSession::NvmlSession(const Options& options) {
   const std::optional<Mode> forced = forced_mode_from_env();
   lib_ = std::make_unique<Library>(options.library);
   const Api& api = lib_->api();
-  const std::vector<Target> targets = select_targets(*lib_, options.cuda_devices);
+  const std::vector<Target> targets = select_targets(*lib_, options.cuda_devices, options.inside_cuda_init);
   const unsigned long long open_wall_us = static_cast<unsigned long long>(wall_now_us());
 
   energy_counter_ = api.device_get_total_energy_consumption != nullptr;
