@@ -93,6 +93,23 @@ def overhead(folder):
                          "dooly_over_cupti": own, "runs": {t: len(v) for t, v in tags.items()}}
         print(f"{size:6} {med['plain']:9.3f} {med['cupti']:9.3f} {med['dooly']:9.3f} {100 * c:+8.2f} {100 * d:+8.2f} "
               f"{100 * own:+14.2f}  {'within' if d <= TARGET else 'OVER'}")
+        for tag in sorted(set(med) - {"plain", "cupti", "dooly"}):  # the diagnostic modes
+            summary[size][tag + "_overhead"] = med[tag] / med["plain"] - 1
+            print(f"{'':6} {tag:>9} {med[tag]:9.3f} ms: {100 * (med[tag] / med['plain'] - 1):+.2f} % over plain, "
+                  f"{100 * (med[tag] / med['cupti'] - 1):+.2f} % over CUPTI alone")
+    walks = {}  # the time CUPTI's thread spent in dooly's buffer walk, from the reports' meta
+    for path in sorted(glob.glob(os.path.join(folder, "report-*.json"))):
+        try:
+            with open(path) as f:
+                meta = dict(json.load(f).get("meta", []))
+            walk = (float(meta["cupti.buffer_walk_s"]), int(meta["cupti.buffers_walked"]), int(meta["cupti.records"]))
+            walks.setdefault(os.path.basename(path).split("-")[1], []).append(walk)
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            continue
+    for size, w in sorted(walks.items()):
+        s, b, n = (statistics.median(x[i] for x in w) for i in range(3))
+        print(f"{size}: buffer walk {s:.3f} s over {b:.0f} buffers, {n:.0f} records ({1e9 * s / max(n, 1):.0f} ns a "
+              f"record; medians over {len(w)} reports)")
     with open(os.path.join(folder, "..", "overhead.json"), "w") as f:
         json.dump(summary, f, indent=1)
     return 0

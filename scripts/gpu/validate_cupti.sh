@@ -10,9 +10,13 @@
 #      away, no power) and dooly, REPS times each, interleaved, for a launch-bound small model and a
 #      compute-bound large one; prints medians and each overhead against the target of 3 %
 #      (summarize_cupti.py overhead);
+#      MODES adds diagnostic modes to the three: nonvtx (dooly without NVTX ranges), noflush (dooly without the
+#      periodic flush), replay (dooly over a replayed power recording: no NVML calls); each dooly run's report
+#      gives the time CUPTI's thread spent in dooly's buffer walk (cupti.buffer_walk_s);
 #   4. writes driver, GPU, CUDA, torch and date to $OUT/env.txt.
-# Environment: OUT, WORK, REPS (default 5), ITERS (default 300), SIZES (default "small large"), SKIP_BUILD=1,
-# PYTHON (default python3; needs torch with CUDA).
+# Environment: OUT, WORK, REPS (default 5), ITERS_SMALL (default 4000: 0.3 s of 300 iterations varied +-25 % from
+# one process to the next on the H200), ITERS_LARGE (default 300), SIZES (default "small large"), MODES (default
+# "plain cupti dooly"), SKIP_BUILD=1, PYTHON (default python3; needs torch with CUDA).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out/cupti}
@@ -20,7 +24,9 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 PY=${PYTHON:-python3}
 REPS=${REPS:-5}
-ITERS=${ITERS:-300}
+ITERS_SMALL=${ITERS_SMALL:-4000}
+ITERS_LARGE=${ITERS_LARGE:-300}
+MODES=${MODES:-plain cupti dooly}
 SIZES=${SIZES:-small large}
 T0=$(date +%s)
 log() { echo "[validate_cupti +$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/progress.log"; }
@@ -47,17 +53,26 @@ cat "$OUT/demo.txt"
 $PY "$ROOT/scripts/gpu/summarize_cupti.py" demo "$OUT/demo.json" | tee "$OUT/demo-check.txt"
 gzip -f "$OUT/demo.recording" "$OUT/demo.trace.json"
 
-log "overhead: $REPS x {plain, cupti, dooly} for sizes: $SIZES"
+log "overhead: $REPS x {$MODES} for sizes: $SIZES"
 mkdir -p "$OUT/overhead"
 for size in $SIZES; do
+  iters=$ITERS_LARGE
+  [ "$size" = small ] && iters=$ITERS_SMALL
   for rep in $(seq "$REPS"); do
-    for mode in plain cupti dooly; do
+    for mode in $MODES; do
       env_args=()
+      report=(CUDA_INJECTION64_PATH="$LIB" DOOLY_OUTPUT="$OUT/overhead/report-$size-$mode-$rep" DOOLY_TABLE=0)
       case $mode in
+        plain) ;;
         cupti) env_args=(CUDA_INJECTION64_PATH="$LIB" DOOLY_CUPTI_DISCARD=1) ;;
-        dooly) env_args=(CUDA_INJECTION64_PATH="$LIB" DOOLY_OUTPUT="$OUT/overhead/report-$size-$rep" DOOLY_TABLE=0) ;;
+        dooly) env_args=("${report[@]}") ;;
+        nonvtx) env_args=("${report[@]}" DOOLY_CUPTI_NVTX=0) ;;
+        noflush) env_args=("${report[@]}" DOOLY_CUPTI_FLUSH_MS=0) ;;
+        replay) env_args=("${report[@]}" DOOLY_POWER_SOURCE=replay
+                          DOOLY_REPLAY_FILE="$ROOT/data/runs/h200-kokkos-demo.recording") ;;
+        *) echo "validate_cupti: unknown mode '$mode' (plain cupti dooly nonvtx noflush replay)" >&2; exit 2 ;;
       esac
-      env "${env_args[@]}" $PY "$ROOT/scripts/gpu/cupti_workload.py" --size "$size" --iters "$ITERS" --nvtx \
+      env "${env_args[@]}" $PY "$ROOT/scripts/gpu/cupti_workload.py" --size "$size" --iters "$iters" --nvtx \
         --tag "$mode" > "$OUT/overhead/$size-$mode-$rep.json" 2> "$OUT/overhead/$size-$mode-$rep.err" \
         || { cat "$OUT/overhead/$size-$mode-$rep.err"; exit 1; }
       log "$size $mode #$rep: $(cat "$OUT/overhead/$size-$mode-$rep.json")"

@@ -39,6 +39,7 @@ for run in $(seq "$RUNS"); do
     > "$OUT/run$run.txt" 2>&1 || { cat "$OUT/run$run.txt"; exit 1; }
   grep -E "^(calibrated|phase|cuda_overlap)" "$OUT/run$run.txt" || true
 done
-$PY "$ROOT/scripts/gpu/summarize_overlap.py" "$OUT"/run*.json | tee "$OUT/summary.txt"
+reports=(); for run in $(seq "$RUNS"); do reports+=("$OUT/run$run.json"); done  # not run*.json: the traces match
+$PY "$ROOT/scripts/gpu/summarize_overlap.py" "${reports[@]}" | tee "$OUT/summary.txt"
 gzip -f "$OUT"/run*.recording "$OUT"/run*.trace.json
 log "done: $OUT"

@@ -17,6 +17,7 @@
 
 #include "dooly/common/clock.hpp"
 #include "dooly/cupti/kernel_names.hpp"
+#include "dooly/energy/recording.hpp"
 #include "support/fake_session.hpp"
 #include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
@@ -57,6 +58,8 @@ struct Stub {
     fn<void (*)(uint32_t, const void*, const void*)>("stub_cupti_nvtx")(cbid, params, ret);
   }
   int enabled(int kind) const { return fn<int (*)(int)>("stub_cupti_enabled")(kind); }
+  int queued() const { return fn<int (*)()>("stub_cupti_queued")(); }
+  int default_flushes() const { return fn<int (*)()>("stub_cupti_default_flushes")(); }
   int hold(int n) const { return fn<int (*)(int)>("stub_cupti_hold_buffers")(n); }
   void release_held() const { fn<void (*)()>("stub_cupti_release_held")(); }
 };
@@ -68,6 +71,7 @@ struct Env {
   ScopedEnv table{"DOOLY_TABLE", "0"};
   ScopedEnv delay{"DOOLY_CUPTI_DELAY_MS", "10"};
   ScopedEnv period{"DOOLY_PERIOD_MS", "2"};
+  ScopedEnv flush{"DOOLY_CUPTI_FLUSH_MS", "0"};  // the tests deliver buffers themselves (one test flushes)
 };
 
 Tracer::ProfilerFactory constant_power(double watts) {
@@ -151,6 +155,7 @@ TEST(Tracer, KernelsCopiesAndRangesBecomeRowsWithExactEnergies) {
   EXPECT_EQ(meta(r, "cupti.records_dropped_by_cupti"), "5");
   EXPECT_EQ(meta(r, "cupti.streams"), "2");
   EXPECT_EQ(meta(r, "cupti.nvtx_ranges"), "1");
+  EXPECT_EQ(meta(r, "cupti.buffers_walked"), "1");  // the five records fitted one buffer
   EXPECT_EQ(r.events_dropped, 10u);  // 5 records, two edges each
   EXPECT_EQ(r.unmatched_events, 0u);
   EXPECT_NE(meta(r, "cupti.clock_bracket_ns"), "<none>");
@@ -271,6 +276,44 @@ TEST(Tracer, TheBufferPoolIsBoundedAndCuptisDropsAreReported) {
   EXPECT_EQ(r.events_dropped, 20u);
 }
 
+// On an H200, kernels of 3 ms on three streams filled CUPTI's 1 MiB buffers only every ~10 s: most records came
+// later than the delay and were dropped. The tracer's own thread now asks for completed buffers (a default flush,
+// which leaves a buffer with an unfinished record where it is). The same run could not be recorded either: the
+// streams' tracks were above the recording's bound on threads.
+TEST(Tracer, CompletedRecordsAreFetchedPeriodicallyAndRecorded) {
+  Env env;
+  ScopedEnv flush("DOOLY_CUPTI_FLUSH_MS", "5");
+  ScopedEnv delay("DOOLY_CUPTI_DELAY_MS", "1000");
+  dooly::testing::TempDir dir;
+  ScopedEnv record("DOOLY_RECORD", dir.file("run.recording").c_str());
+  Stub stub;
+  stub.reset();
+  Tracer tracer(constant_power(100.0));
+  ASSERT_TRUE(tracer.start());
+  auto wait_for = [](auto done) {
+    for (int i = 0; i < 5000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return done();
+  };
+  const int64_t g = stub.gpu_now();
+  stub.kernel(kGemm, g + kMs, g + 2 * kMs, 7);
+  stub.kernel("plain_kernel", g + kMs, g + 3 * kMs, 9);
+  EXPECT_TRUE(wait_for([&] { return stub.queued() == 0; })) << "no periodic flush took the completed records";
+  stub.kernel("still_running", g + 4 * kMs, 0, 7);
+  const int flushes = stub.default_flushes();
+  EXPECT_TRUE(wait_for([&] { return stub.default_flushes() >= flushes + 2; }));
+  EXPECT_EQ(stub.queued(), 1);  // a default flush leaves an unfinished record to the forced one at the end
+  tracer.finish();
+  const energy::Report& r = tracer.last_report();
+  EXPECT_EQ(row(r, "plain_kernel").calls, 1u);
+  EXPECT_EQ(meta(r, "cupti.records"), "2");
+  EXPECT_EQ(meta(r, "cupti.records_incomplete"), "1");
+  EXPECT_EQ(r.events_dropped, 0u);
+  const energy::Recording rec = energy::read_recording(dir.file("run.recording"));
+  size_t kernel_edges = 0;
+  for (const energy::Event& e : rec.events) kernel_edges += e.thread >= kStreamTrackBase ? 1 : 0;
+  EXPECT_EQ(kernel_edges, 4u);  // two kernels, a begin and an end each
+}
+
 TEST(Tracer, TraceFileHasStreamTracksAndRanges) {
   Env env;
   dooly::testing::TempDir dir;
@@ -336,12 +379,14 @@ TEST(Tracer, EveryCuptiSettingIsRead) {
     const TracerSettings s = TracerSettings::from_settings(v);
     return s.cupti_library != base.cupti_library || s.buffer_bytes != base.buffer_bytes ||
            s.max_buffers != base.max_buffers || s.nvtx != base.nvtx || s.discard != base.discard ||
+           s.flush_period_ns != base.flush_period_ns ||
            s.profiler.event_delay_ns != 1'000'000'000 ||
            s.profiler.max_staged_events != base.profiler.max_staged_events;
   };
   const std::map<std::string, std::string> value = {
       {"CUPTI_LIB", "x.so"},         {"CUPTI_DELAY_MS", "50"}, {"CUPTI_BUFFER_KB", "64"}, {"CUPTI_MAX_BUFFERS", "8"},
-      {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"},      {"CUPTI_DISCARD", "1"}};
+      {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"},      {"CUPTI_DISCARD", "1"},
+      {"CUPTI_FLUSH_MS", "0"}};
   for (const SettingSpec& spec : setting_specs()) {
     if (!spec.name.starts_with("CUPTI_")) continue;
     ASSERT_TRUE(value.count(std::string(spec.name))) << spec.name << ": add a value to this test";

@@ -69,6 +69,8 @@ constexpr SettingSpec kSpecs[] = {
          "libdooly_cupti.so: the CUPTI library to load"),
     spec("CUPTI_DELAY_MS", T::number, "1000", 10, 60'000, "",
          "libdooly_cupti.so: how long GPU records may come after their work before they count as late"),
+    spec("CUPTI_FLUSH_MS", T::number, "250", 0, 60'000, "",
+         "libdooly_cupti.so: how often completed activity buffers are asked for (0 = when CUPTI hands them over)"),
     spec("CUPTI_BUFFER_KB", T::whole, "1024", 16, 65'536, "", "libdooly_cupti.so: size of one activity buffer"),
     spec("CUPTI_MAX_BUFFERS", T::whole, "64", 2, 4096, "",
          "libdooly_cupti.so: activity buffers out at once (beyond: CUPTI drops records, counted)"),

@@ -1,5 +1,7 @@
 #include "dooly/cupti/tracer.hpp"
 
+#include <chrono>
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -67,6 +69,7 @@ TracerSettings TracerSettings::from_settings(const SettingValues& v) {
   if (auto x = v.whole("CUPTI_BUFFER_KB")) s.buffer_bytes = static_cast<size_t>(*x) * 1024;
   if (auto x = v.whole("CUPTI_MAX_BUFFERS")) s.max_buffers = static_cast<size_t>(*x);
   if (auto x = v.flag("CUPTI_NVTX")) s.nvtx = *x;
+  if (auto x = v.number("CUPTI_FLUSH_MS")) s.flush_period_ns = static_cast<int64_t>(*x * 1e6);
   if (auto x = v.flag("CUPTI_DISCARD")) s.discard = *x;
   return s;
 }
@@ -104,6 +107,7 @@ bool Tracer::start() noexcept {
   } catch (...) {
     log::error("starting the CUPTI tracer failed -- the program runs on without energy measurement");
   }
+  stop_flusher();
   if (lib_)  // whatever was enabled before the failure: CUPTI would go on collecting for nobody
     for (int kind : {abi::kKindConcurrentKernel, abi::kKindMemcpy, abi::kKindMemset})
       lib_->api().cuptiActivityDisable(kind);
@@ -136,6 +140,7 @@ void Tracer::start_locked() {
   profiler_->start();
   enable_activities();
   if (settings_.nvtx) subscribe_nvtx();
+  start_flusher();
   active_.store(true, std::memory_order_release);
   std::string chans;
   for (const auto& ch : profiler_->channels()) chans += (chans.empty() ? "" : ", ") + ch.name;
@@ -147,6 +152,7 @@ void Tracer::start_discarding() {
   lib_->check(lib_->api().cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed),
               "cuptiActivityRegisterCallbacks");
   enable_activities();
+  start_flusher();  // the same CUPTI work as when measuring
   active_.store(true, std::memory_order_release);
   log::info("DOOLY_CUPTI_DISCARD=1: collecting GPU records through {} and discarding them", lib_->file());
 }
@@ -166,6 +172,30 @@ void Tracer::subscribe_nvtx() {
   const std::string path = file_of(reinterpret_cast<const void*>(api.cuptiGetTimestamp));
   if (!path.empty() && setenv("NVTX_INJECTION64_PATH", path.c_str(), 0) == 0)
     log::info("NVTX ranges through {}", std::getenv("NVTX_INJECTION64_PATH"));
+}
+
+void Tracer::start_flusher() {
+  if (settings_.flush_period_ns <= 0) return;
+  flusher_stop_ = false;
+  flusher_ = std::thread([this, flush = lib_->api().cuptiActivityFlushAll] {
+    const auto period = std::chrono::nanoseconds(settings_.flush_period_ns);
+    std::unique_lock<std::mutex> lock(flusher_mu_);
+    while (!flusher_cv_.wait_for(lock, period, [this] { return flusher_stop_; })) {
+      lock.unlock();
+      flush(0);  // completed buffers only: CUPTI's documented periodic flush
+      lock.lock();
+    }
+  });
+}
+
+void Tracer::stop_flusher() noexcept {
+  if (!flusher_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(flusher_mu_);
+    flusher_stop_ = true;
+  }
+  flusher_cv_.notify_all();
+  flusher_.join();
 }
 
 void Tracer::enable_activities() {
@@ -201,6 +231,7 @@ void Tracer::buffer_completed(void* context, uint32_t stream, uint8_t* buffer, s
   if (buffer && valid_size > 0 && lib_ && profiler_) {
     const abi::Api& api = lib_->api();
     std::lock_guard<std::mutex> lock(records_mu_);
+    const int64_t walk_start = now_ns();
     clock_->calibrate();  // a few ns of CUPTI's clock per buffer: the conversion follows any drift
     abi::Activity* rec = nullptr;
     GpuRecord r;
@@ -216,6 +247,8 @@ void Tracer::buffer_completed(void* context, uint32_t stream, uint8_t* buffer, s
         ++incomplete_;
       }
     }
+    ++buffers_walked_;
+    walk_ns_ += now_ns() - walk_start;
   }
   count_dropped(context, stream);
   if (!buffer) return;
@@ -293,6 +326,7 @@ void Tracer::finish() noexcept {
   finished_ = true;
   try {
     const abi::Api& api = lib_->api();
+    stop_flusher();
     // Everything CUPTI still holds, complete or not (incomplete records are counted and skipped).
     if (const abi::Result rc = api.cuptiActivityFlushAll(abi::kFlushForced); rc != abi::kSuccess)
       log::warn("cuptiActivityFlushAll failed: {} -- the last GPU records may be missing", lib_->describe(rc));

@@ -9,13 +9,17 @@
 // track (host time: push to pop, start to end): they get the device's energy over that span, and no model
 // column of their own (their occupancy would duplicate their kernels'): their model figures are the kernels' that
 // ran inside the span (WindowCharger's free windows). GPU records reach the engine through the
-// profiler's staging area (energy/timed_events.hpp), released once older than DOOLY_CUPTI_DELAY_MS.
+// profiler's staging area (energy/timed_events.hpp), released once older than DOOLY_CUPTI_DELAY_MS. CUPTI hands a
+// buffer over when it is full, which at a few hundred kernels a second is many seconds late: a thread of the
+// tracer asks for the completed buffers every DOOLY_CUPTI_FLUSH_MS (cuptiActivityFlushAll(0), CUPTI's periodic
+// flush), so records come within the delay at any kernel rate.
 //
 // Bounded: at most DOOLY_CUPTI_MAX_BUFFERS activity buffers of DOOLY_CUPTI_BUFFER_KB are out at once (CUPTI drops
 // what finds none, and counts it: the report says how many), and the staging area is bounded too.
 // Every method that CUPTI or the host program calls is noexcept: a failure is logged once and the tracer
 // degrades to doing nothing, so the program always runs on.
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,6 +27,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -44,14 +49,17 @@ struct TracerSettings {
   size_t buffer_bytes = 1024 * 1024;  // CUPTI_BUFFER_KB
   size_t max_buffers = 64;            // CUPTI_MAX_BUFFERS
   bool nvtx = true;                   // CUPTI_NVTX
+  int64_t flush_period_ns = 250'000'000;  // CUPTI_FLUSH_MS (0: none; buffers come when full)
   bool discard = false;               // CUPTI_DISCARD: records collected and thrown away (overhead baseline)
 
   static TracerSettings from_settings(const SettingValues& values);  // throws InputError
   static TracerSettings from_env();
 };
 
-// Tracks of the attributor's windows: host threads count up from 0; streams from here.
-inline constexpr uint32_t kStreamTrackBase = 1u << 20;
+// Tracks of the attributor's windows: host threads count up from 0; streams from here. Both stay below 2^16, the
+// recording's bound on threads (energy/recording.hpp): a thread that would reach the streams' tracks keeps no
+// NVTX ranges (counted as refused).
+inline constexpr uint32_t kStreamTrackBase = 1u << 15;
 
 class Tracer {
  public:
@@ -96,6 +104,8 @@ class Tracer {
   void start_discarding();
   void subscribe_nvtx();
   void enable_activities();
+  void start_flusher();
+  void stop_flusher() noexcept;
   void record(const GpuRecord& r);
   energy::KeyId key_of(const GpuRecord& r);
   uint32_t stream_track(const GpuRecord& r);
@@ -124,6 +134,11 @@ class Tracer {
   std::mutex finish_mu_;
   uint64_t generation_ = 0;
 
+  std::thread flusher_;  // cuptiActivityFlushAll(0) every flush period, until stop_flusher
+  std::mutex flusher_mu_;
+  std::condition_variable flusher_cv_;
+  bool flusher_stop_ = false;
+
   std::mutex buffers_mu_;  // the buffer pool
   std::vector<uint8_t*> free_buffers_;
   size_t buffers_out_ = 0, buffers_made_ = 0;
@@ -138,6 +153,8 @@ class Tracer {
   std::unordered_map<int, energy::KeyId> copy_keys_;  // memcpy kind (memset: -1) -> key
   std::unordered_map<energy::KeyId, std::pair<std::string, energy::Kind>> key_names_;
   uint64_t records_ = 0, incomplete_ = 0, windows_refused_ = 0;
+  uint64_t buffers_walked_ = 0;  // buffers buffer_completed walked, and the time it spent on them (CUPTI's thread
+  int64_t walk_ns_ = 0;          // waits for it: the overhead measurement reads these)
   uint64_t cupti_dropped_ = 0;
   int64_t first_gpu_ns_ = INT64_MAX, last_gpu_ns_ = INT64_MIN;
 

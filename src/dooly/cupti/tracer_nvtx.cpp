@@ -74,7 +74,8 @@ std::string Tracer::attribute_message(const abi::NvtxEventAttributes* a) {
 void Tracer::push_range(const std::string& name) noexcept {
   try {
     const KeyId key = profiler_->key(name, Kind::region);
-    const bool kept = profiler_->timed_events()->add_begin(key, -1, host_track(), now_ns(), 0);
+    const uint32_t track = host_track();
+    const bool kept = track < kStreamTrackBase && profiler_->timed_events()->add_begin(key, -1, track, now_ns(), 0);
     nvtx_ranges_.fetch_add(1, std::memory_order_relaxed);
     host_stack().push_back({key, kept});
   } catch (...) {
@@ -92,7 +93,8 @@ void Tracer::pop_range() noexcept {
 void Tracer::start_range(uint64_t id, const std::string& name) noexcept {
   try {
     const KeyId key = profiler_->key(name, Kind::region);
-    const bool kept = profiler_->timed_events()->add_begin(key, -1, host_track(), now_ns(), 0);
+    const uint32_t track = host_track();
+    const bool kept = track < kStreamTrackBase && profiler_->timed_events()->add_begin(key, -1, track, now_ns(), 0);
     nvtx_ranges_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(nvtx_mu_);
     if (kept) open_ranges_[id] = HostRange{key, true};
@@ -109,7 +111,8 @@ void Tracer::end_range(uint64_t id) noexcept {
     r = it->second;
     open_ranges_.erase(it);
   }
-  profiler_->timed_events()->add_end(r.key, -1, host_track(), now_ns(), 0);
+  if (const uint32_t track = host_track(); track < kStreamTrackBase)
+    profiler_->timed_events()->add_end(r.key, -1, track, now_ns(), 0);
 }
 
 void Tracer::nvtx_callback(uint32_t cbid, const abi::NvtxData* data) noexcept {

@@ -96,6 +96,8 @@ void Tracer::add_meta(energy::Report& report) const {
   m.emplace_back("cupti.windows_refused", std::to_string(windows_refused_));
   m.emplace_back("cupti.streams", std::to_string(stream_of_track_.size()));
   m.emplace_back("cupti.nvtx_ranges", std::to_string(nvtx_ranges_.load()));
+  m.emplace_back("cupti.buffers_walked", std::to_string(buffers_walked_));
+  m.emplace_back("cupti.buffer_walk_s", fmt::format("{:.6f}", static_cast<double>(walk_ns_) * 1e-9));
   // The clock conversion's residual: how far the offset moved between calibrations, and the widest bracket.
   m.emplace_back("cupti.clock_calibrations", std::to_string(clock_->calibrations()));
   m.emplace_back("cupti.clock_offset_drift_ns", std::to_string(clock_->offset_ns() - clock_->first_offset_ns()));

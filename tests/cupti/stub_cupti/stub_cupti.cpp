@@ -116,6 +116,8 @@ std::vector<std::vector<uint8_t>> queued;  // records waiting for the next deliv
 std::set<std::string> names;               // kernel names: their pointers stay valid, as CUPTI's do
 int64_t clock_offset_ns = 1'000'000'000'000;
 size_t dropped_next = 0, dropped_total = 0;
+size_t incomplete_queued = 0;  // queued records with no end yet: a default flush holds them back, as CUPTI does
+int default_flushes = 0;       // cuptiActivityFlushAll(0) calls (the tracer's periodic flush)
 int subscribers = 0;
 
 int64_t steady_ns() {
@@ -156,7 +158,14 @@ CUptiResult cuptiActivityDisable(int kind) {
   return 0;
 }
 int stub_cupti_deliver();
-CUptiResult cuptiActivityFlushAll(uint32_t) {
+// CUPTI: a forced flush (flag 1) hands over every buffer; a default one (0) only buffers whose records are all
+// complete, so here nothing while a queued record has no end.
+CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (flag == 0) ++default_flushes;
+    if (flag == 0 && incomplete_queued > 0) return 0;
+  }
   stub_cupti_deliver();
   return 0;
 }
@@ -207,11 +216,21 @@ CUptiResult cuptiUnsubscribe(void*) {
 void stub_cupti_reset() {
   std::lock_guard<std::mutex> lock(mu);
   queued.clear();
+  incomplete_queued = 0;
+  default_flushes = 0;
   enabled.clear();
   dropped_next = dropped_total = 0;
   nvtx_enabled = false;
 }
 int64_t stub_cupti_clock_offset() { return clock_offset_ns; }
+int stub_cupti_queued() {
+  std::lock_guard<std::mutex> lock(mu);
+  return static_cast<int>(queued.size());
+}
+int stub_cupti_default_flushes() {
+  std::lock_guard<std::mutex> lock(mu);
+  return default_flushes;
+}
 int stub_cupti_enabled(int kind) {
   std::lock_guard<std::mutex> lock(mu);
   return enabled.count(kind) ? 1 : 0;
@@ -234,6 +253,7 @@ void stub_cupti_kernel(const char* name, uint64_t start, uint64_t end, uint32_t 
   k.blockY = k.blockZ = 1;
   k.correlationId = static_cast<uint32_t>(queued.size() + 1);
   k.name = names.insert(name).first->c_str();
+  if (end == 0) ++incomplete_queued;
   enqueue(k);
 }
 void stub_cupti_memcpy(uint8_t copy_kind, uint64_t bytes, uint64_t start, uint64_t end, uint32_t device,
@@ -276,6 +296,7 @@ int stub_cupti_deliver() {
   {
     std::lock_guard<std::mutex> lock(mu);
     recs.swap(queued);
+    incomplete_queued = 0;
     req = request_fn;
     comp = complete_fn;
   }
