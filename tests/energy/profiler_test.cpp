@@ -64,6 +64,25 @@ TEST(Profiler, ConstantPowerGivesPowerTimesTimeThroughTheLiveThread) {
   EXPECT_GE(meta("sampler_page_faults"), 0.0);  // present (the sampler thread's own faults, for the GPU figures)
 }
 
+// A sensor that averages 150 ms reports what ran before the start (here 300 W) for one window after it; the idle
+// is 100 W. The start's baseline measurement waits the window out, so it measures the idle, not the start-up.
+TEST(Profiler, TheBaselineIsMeasuredAfterTheSensorsWindowHasPassed) {
+  const int64_t t_start = now_ns();
+  const int64_t window = 150'000'000, delay = 10'000'000;
+  auto session = std::make_unique<FakeSession>(
+      [t_start, window, delay](int64_t t) { return t < t_start + window + delay ? 300.0 : 100.0; });
+  session->set_sensor(window, delay);
+  ProfilerOptions o = fast();
+  o.baseline_measure_ns = 50'000'000;
+  Profiler p(o, std::move(session), "fake");
+  p.start();
+  EXPECT_GE(now_ns() - t_start, window + delay + o.baseline_measure_ns);
+  Report rep = p.stop();
+  ASSERT_EQ(rep.channels.size(), 1u);
+  EXPECT_EQ(rep.channels[0].baseline_method, "measured at start (50 ms)");
+  EXPECT_NEAR(rep.channels[0].baseline_w, 100.0, 1.0);
+}
+
 // dooly profile measures every sweep point as its own start/stop window on one profiler. Each stop must report that
 // window alone: before the fix a second start kept the first run's attributor, so a key's energy and calls
 // accumulated over every window (the H200's stored J/call grew point after point, 2026-12-02).

@@ -44,6 +44,14 @@ class FakeSession final : public power::Session {
     return 1000.0;
   }
 
+  // Every channel's sensor model (as a backend declares it).
+  void set_sensor(int64_t window_ns, int64_t delay_ns) {
+    for (auto& ch : channels_) {
+      ch.sensor.window_ns = window_ns;
+      ch.sensor.delay_ns = delay_ns;
+    }
+  }
+
   bool has_energy_counter = true;  // the constant form sets it false; a test may change it before the run
   int polls = 0;                   // poll() calls so far
   int fail_after = -1;             // >= 0: every poll after this many returns "device lost"

@@ -39,7 +39,7 @@ constexpr SettingSpec kSpecs[] = {
     spec("BASELINE_W", T::number, "measured from quiet readings", 0, 1e6, "",
          "idle power to subtract for J/call (also the model's fixed intercept)"),
     spec("BASELINE_MS", T::number, "0", 0, 60'000, "",
-         "measure the idle baseline for this long at start (the program waits)"),
+         "measure the idle baseline for this long at start, one sensor window after it (the program waits)"),
     spec("OUTPUT", T::text, "dooly-energy-<host>-<pid>; under ranks dooly-energy-<job>", 0, 0, "",
          "file prefix for .csv and .json; none = no files"),
     spec("TABLE", T::flag, "1", 0, 0, "", "print the table at the end"),
