@@ -14,7 +14,7 @@
 #      periodic flush), replay (dooly over a replayed power recording: no NVML calls); each dooly run's report
 #      gives the time CUPTI's thread spent in dooly's buffer walk (cupti.buffer_walk_s);
 #   4. writes driver, GPU, CUDA, torch and date to $OUT/env.txt.
-# Environment: OUT, WORK, REPS (default 5), ITERS_SMALL (default 4000: 0.3 s of 300 iterations varied +-25 % from
+# Environment: OUT, WORK, REPS (default 7), PIN (cores for taskset; default 4-7 where there are 8), ITERS_SMALL (default 4000: 0.3 s of 300 iterations varied +-25 % from
 # one process to the next on the H200), ITERS_LARGE (default 300), SIZES (default "small large"), MODES (default
 # "plain cupti dooly"), SKIP_BUILD=1, PYTHON (default python3; needs torch with CUDA).
 set -euo pipefail
@@ -23,7 +23,11 @@ OUT=${OUT:-$ROOT/out/cupti}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 PY=${PYTHON:-python3}
-REPS=${REPS:-5}
+REPS=${REPS:-7}
+# Pinned to a few cores: unpinned, the launch-bound loop alone varied 0.79-1.86 ms an iteration from one process
+# to the next on the H200's VM (2026-12-04), far more than the 3 % to resolve. PIN= (empty) runs unpinned.
+if [ -z "${PIN+x}" ]; then PIN=$( [ "$(nproc)" -ge 8 ] && echo 4-7 || echo ""); fi
+pin=(); [ -n "$PIN" ] && command -v taskset > /dev/null && pin=(taskset -c "$PIN")
 ITERS_SMALL=${ITERS_SMALL:-4000}
 ITERS_LARGE=${ITERS_LARGE:-300}
 MODES=${MODES:-plain cupti dooly}
@@ -72,7 +76,7 @@ for size in $SIZES; do
                           DOOLY_REPLAY_FILE="$ROOT/data/runs/h200-kokkos-demo.recording") ;;
         *) echo "validate_cupti: unknown mode '$mode' (plain cupti dooly nonvtx noflush replay)" >&2; exit 2 ;;
       esac
-      env "${env_args[@]}" $PY "$ROOT/scripts/gpu/cupti_workload.py" --size "$size" --iters "$iters" --nvtx \
+      "${pin[@]}" env "${env_args[@]}" $PY "$ROOT/scripts/gpu/cupti_workload.py" --size "$size" --iters "$iters" --nvtx \
         --tag "$mode" > "$OUT/overhead/$size-$mode-$rep.json" 2> "$OUT/overhead/$size-$mode-$rep.err" \
         || { cat "$OUT/overhead/$size-$mode-$rep.err"; exit 1; }
       log "$size $mode #$rep: $(cat "$OUT/overhead/$size-$mode-$rep.json")"
