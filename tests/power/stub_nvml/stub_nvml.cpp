@@ -135,6 +135,12 @@ nvmlReturn_t nvmlInit_v2(void) {
   });
 }
 
+// For tests: how many nvmlInit_v2 calls are not yet matched by nvmlShutdown.
+int stub_nvml_init_count(void) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.init_count;
+}
+
 nvmlReturn_t nvmlShutdown(void) {
   return guarded([]() -> nvmlReturn_t {
     if (g.init_count == 0) return UNINITIALIZED;
