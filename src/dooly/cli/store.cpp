@@ -1,7 +1,8 @@
-// dooly store merge INTO FROM...   dooly store info FILE
+// dooly store merge INTO FROM...   dooly store info FILE   dooly store prune FILE --contexts ID,...
 // merge: checks every FROM (a dooly store at this build's schema, not INTO itself), then copies them into INTO
 // (created if missing) in one transaction, all of them or none, and prints per file what it added.
-// info: what one store holds (schema version, rows per table, measurements by status).
+// info: what one store holds (schema version, rows per table, measurements by status, each provenance).
+// prune: removes superseded measurement contexts with their rows, in one transaction, then vacuums the file.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "dooly/cli/command_registry.hpp"
 #include "dooly/common/error.hpp"
 #include "dooly/store/merge.hpp"
+#include "dooly/store/prune.hpp"
+#include "dooly/store/sqlite.hpp"
 #include "dooly/store/store.hpp"
 
 namespace {
@@ -62,7 +65,7 @@ void run_merge(const MergeArgs& a) {
 
 void run_info(const std::string& path) {
   using store::MeasurementStatus;
-  const store::Store db = store::Store::open(path, store::Store::Mode::read_only);
+  store::Store db = store::Store::open(path, store::Store::Mode::read_only);
   const store::Summary s = db.summary();
   print(fmt::format("store {}: schema version {}\n", path, s.schema_version));
   print(fmt::format("{:<16} {:>9}\n", "signatures", s.signatures));
@@ -74,6 +77,29 @@ void run_info(const std::string& path) {
                     by_status(s, MeasurementStatus::oom), by_status(s, MeasurementStatus::timeout)));
   print(fmt::format("{:<16} {:>9}\n", "resolutions", s.resolutions));
   print(fmt::format("{:<16} {:>9}\n", "predictors", s.predictors));
+  // Each provenance: a trace context holds occurrences of traced models, a measurement context measurements.
+  auto per = db.database().prepare(
+      "SELECT p.id, p.attention_backend, p.extra_json, "
+      "(SELECT count(*) FROM model_signatures m WHERE m.provenance_id = p.id), "
+      "(SELECT count(*) FROM measurements m WHERE m.provenance_id = p.id) FROM provenance p ORDER BY p.id");
+  print("provenance  occurrence rows  measurements  attention  extra\n");
+  while (per.step())
+    print(fmt::format("{:>10}  {:>15}  {:>12}  {:<9}  {}\n", per.column_int64(0), per.column_int64(3),
+                      per.column_int64(4), per.column_text(1), per.column_text(2)));
+}
+
+struct PruneArgs {
+  std::string file;
+  std::vector<int64_t> contexts;
+  bool vacuum = true;
+};
+
+void run_prune(const PruneArgs& a) {
+  store::Store db = store::Store::open(a.file);
+  const store::PruneSummary p = store::prune_contexts(db, a.contexts);
+  print(fmt::format("{}: removed {} contexts: {} measurements, {} resolutions, {} predictors\n", a.file, p.contexts,
+                    p.measurements, p.resolutions, p.predictors));
+  if (a.vacuum) print(fmt::format("{}: vacuumed, {:.1f} MB smaller\n", a.file, store::vacuum(db) / 1e6));
 }
 
 void setup_store(CLI::App& app) {
@@ -92,6 +118,16 @@ void setup_store(CLI::App& app) {
   CLI::App* info = cmd->add_subcommand("info", "Show a store's schema version, rows per table, measurements by status");
   info->add_option("file", *file, "a dooly store")->required()->check(CLI::ExistingFile);
   info->callback([file] { run_info(*file); });
+
+  auto pr = std::make_shared<PruneArgs>();
+  CLI::App* prune = cmd->add_subcommand(
+      "prune", "Remove superseded measurement contexts with their measurements, resolutions and predictors");
+  prune->add_option("file", pr->file, "a dooly store")->required()->check(CLI::ExistingFile);
+  prune->add_option("--contexts", pr->contexts, "provenance ids to remove (see dooly store info)")
+      ->required()
+      ->delimiter(',');
+  prune->add_flag("!--no-vacuum", pr->vacuum, "leave the freed pages in the file");
+  prune->callback([pr] { run_prune(*pr); });
 }
 
 const bool registered = dooly::cli::add_command("store", &setup_store);
