@@ -45,12 +45,12 @@ struct TracerSettings {
   energy::ProfilerOptions profiler;  // event_delay_ns from CUPTI_DELAY_MS
   energy::OutputSettings output;     // OUTPUT, TABLE, TABLE_FILE, RANKS*
   std::optional<log::Level> log_level;
-  std::string cupti_library;          // CUPTI_LIB
-  size_t buffer_bytes = 1024 * 1024;  // CUPTI_BUFFER_KB
-  size_t max_buffers = 64;            // CUPTI_MAX_BUFFERS
-  bool nvtx = true;                   // CUPTI_NVTX
+  std::string cupti_library;              // CUPTI_LIB
+  size_t buffer_bytes = 1024 * 1024;      // CUPTI_BUFFER_KB
+  size_t max_buffers = 64;                // CUPTI_MAX_BUFFERS
+  bool nvtx = true;                       // CUPTI_NVTX
   int64_t flush_period_ns = 250'000'000;  // CUPTI_FLUSH_MS (0: none; buffers come when full)
-  bool discard = false;               // CUPTI_DISCARD: records collected and thrown away (overhead baseline)
+  bool discard = false;                   // CUPTI_DISCARD: records collected and thrown away (overhead baseline)
 
   static TracerSettings from_settings(const SettingValues& values);  // throws InputError
   static TracerSettings from_env();

@@ -24,9 +24,7 @@ int64_t remove(Database& db, const char* table, const char* column, int64_t id) 
   return db.changes();
 }
 
-int64_t file_bytes(Database& db) {
-  return db.query_int64("PRAGMA page_count") * db.query_int64("PRAGMA page_size");
-}
+int64_t file_bytes(Database& db) { return db.query_int64("PRAGMA page_count") * db.query_int64("PRAGMA page_size"); }
 
 }  // namespace
 
@@ -36,8 +34,8 @@ PruneSummary prune_contexts(Store& store, std::span<const int64_t> ids) {
   for (const Provenance& p : store.provenances()) known.insert(p.id);
   for (const int64_t id : ids) {
     if (!known.count(id))
-      DOOLY_THROW(InputError, "list the measurement contexts `dooly store info` shows",
-                  "store {} has no provenance {}", store.path(), id);
+      DOOLY_THROW(InputError, "list the measurement contexts `dooly store info` shows", "store {} has no provenance {}",
+                  store.path(), id);
     if (const int64_t n = count_of(db, "model_signatures", id); n > 0)
       DOOLY_THROW(InputError, "prune only measurement contexts (those without traced models)",
                   "provenance {} of store {} is a trace context: {} occurrence rows of traced models use it", id,
