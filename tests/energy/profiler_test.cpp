@@ -70,7 +70,7 @@ TEST(Profiler, TheBaselineIsMeasuredAfterTheSensorsWindowHasPassed) {
   const int64_t t_start = now_ns();
   const int64_t window = 150'000'000, delay = 10'000'000;
   auto session = std::make_unique<FakeSession>(
-      [t_start, window, delay](int64_t t) { return t < t_start + window + delay ? 300.0 : 100.0; });
+      [until = t_start + window + delay](int64_t t) { return t < until ? 300.0 : 100.0; });
   session->set_sensor(window, delay);
   ProfilerOptions o = fast();
   o.baseline_measure_ns = 50'000'000;
