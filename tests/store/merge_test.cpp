@@ -14,28 +14,11 @@ namespace {
 
 using testing::h200_provenance;
 using testing::hex;
+using testing::point;
 using testing::TempDir;
 
 Provenance h200(std::string kernel = "flash") {
   return h200_provenance(fmt::format(R"({{"sdpa_kernel":"{}"}})", kernel));
-}
-
-Measurement point(int64_t signature_id, int64_t provenance_id, int tokens, int64_t at) {
-  Measurement m;
-  m.signature_id = signature_id;
-  m.provenance_id = provenance_id;
-  m.point_key = fmt::format(R"({{"NUM_TOKS":{}}})", tokens);
-  m.num_tokens = tokens;
-  m.repetitions = 10;
-  m.latency_mean_s = 1e-4 * tokens;
-  m.latency_median_s = 1e-4 * tokens;
-  m.latency_min_s = 0.9e-4 * tokens;
-  m.latency_max_s = 1.2e-4 * tokens;
-  m.latency_std_s = 1e-6;
-  m.energy_j = 0.07 * tokens;
-  m.energy_hw_j = 0.001;
-  m.measured_at_unix_s = at;
-  return m;
 }
 
 int64_t add_signature(Store& s, int n, std::string_view metadata = "{}") {

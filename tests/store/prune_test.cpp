@@ -16,6 +16,7 @@ namespace {
 
 using testing::h200_provenance;
 using testing::hex;
+using testing::point;
 using testing::TempDir;
 
 struct Fixture {
@@ -33,15 +34,7 @@ struct Fixture {
     s.add_occurrences(llama, trace, sig, Phase::prefill, 7);
     for (int64_t ctx : {old_ctx, new_ctx}) {
       for (int tokens = 1; tokens <= 200; ++tokens) {
-        Measurement m;
-        m.signature_id = sig;
-        m.provenance_id = ctx;
-        m.point_key = fmt::format(R"({{"NUM_TOKS":{}}})", tokens);
-        m.num_tokens = tokens;
-        m.repetitions = 10;
-        m.latency_mean_s = m.latency_median_s = m.latency_min_s = m.latency_max_s = 1e-4 * tokens;
-        m.latency_std_s = 0;
-        m.measured_at_unix_s = 1'790'000'000 + tokens;
+        Measurement m = point(sig, ctx, tokens, 1'790'000'000 + tokens);
         m.extra_json = fmt::format(R"({{"padding":"{}"}})", std::string(400, 'x'));
         s.insert_measurement(m);
       }
@@ -62,6 +55,13 @@ struct Fixture {
 TEST(Prune, ASupersededContextLeavesWithItsRowsAndTheFileShrinks) {
   Fixture f;
   Store s = Store::open(f.path);
+  const std::vector<ProvenanceUse> uses = s.provenance_uses();  // what store info shows, and prune checks
+  ASSERT_EQ(uses.size(), 3u);
+  EXPECT_EQ(uses[0].provenance.id, f.trace);
+  EXPECT_EQ(uses[0].occurrence_rows, 1);
+  EXPECT_EQ(uses[0].measurements, 0);
+  EXPECT_EQ(uses[1].occurrence_rows, 0);
+  EXPECT_EQ(uses[1].measurements, 200);
   const std::vector<int64_t> ids = {f.old_ctx};
   const PruneSummary p = prune_contexts(s, ids);
   EXPECT_EQ(p.contexts, 1);

@@ -15,7 +15,6 @@
 #include "dooly/common/error.hpp"
 #include "dooly/store/merge.hpp"
 #include "dooly/store/prune.hpp"
-#include "dooly/store/sqlite.hpp"
 #include "dooly/store/store.hpp"
 
 namespace {
@@ -65,7 +64,7 @@ void run_merge(const MergeArgs& a) {
 
 void run_info(const std::string& path) {
   using store::MeasurementStatus;
-  store::Store db = store::Store::open(path, store::Store::Mode::read_only);
+  const store::Store db = store::Store::open(path, store::Store::Mode::read_only);
   const store::Summary s = db.summary();
   print(fmt::format("store {}: schema version {}\n", path, s.schema_version));
   print(fmt::format("{:<16} {:>9}\n", "signatures", s.signatures));
@@ -78,14 +77,10 @@ void run_info(const std::string& path) {
   print(fmt::format("{:<16} {:>9}\n", "resolutions", s.resolutions));
   print(fmt::format("{:<16} {:>9}\n", "predictors", s.predictors));
   // Each provenance: a trace context holds occurrences of traced models, a measurement context measurements.
-  auto per = db.database().prepare(
-      "SELECT p.id, p.attention_backend, p.extra_json, "
-      "(SELECT count(*) FROM model_signatures m WHERE m.provenance_id = p.id), "
-      "(SELECT count(*) FROM measurements m WHERE m.provenance_id = p.id) FROM provenance p ORDER BY p.id");
   print("provenance  occurrence rows  measurements  attention  extra\n");
-  while (per.step())
-    print(fmt::format("{:>10}  {:>15}  {:>12}  {:<9}  {}\n", per.column_int64(0), per.column_int64(3),
-                      per.column_int64(4), per.column_text(1), per.column_text(2)));
+  for (const store::ProvenanceUse& u : db.provenance_uses())
+    print(fmt::format("{:>10}  {:>15}  {:>12}  {:<9}  {}\n", u.provenance.id, u.occurrence_rows, u.measurements,
+                      u.provenance.attention_backend, u.provenance.extra_json));
 }
 
 struct PruneArgs {

@@ -58,7 +58,7 @@ struct TracerSettings {
 
 // Tracks of the attributor's windows: host threads count up from 0; streams from here. Both stay below 2^16, the
 // recording's bound on threads (energy/recording.hpp): a thread that would reach the streams' tracks keeps no
-// NVTX ranges (counted as refused).
+// NVTX ranges (cupti.nvtx_ranges still counts them).
 inline constexpr uint32_t kStreamTrackBase = 1u << 15;
 
 class Tracer {
@@ -111,6 +111,7 @@ class Tracer {
   uint32_t stream_track(const GpuRecord& r);
   std::string nvtx_message(uint32_t cbid, const void* params);
   std::string attribute_message(const abi::NvtxEventAttributes* a);
+  bool begin_host_range(energy::KeyId key);
   void push_range(const std::string& name) noexcept;
   void pop_range() noexcept;
   void start_range(uint64_t id, const std::string& name) noexcept;

@@ -71,13 +71,17 @@ std::string Tracer::attribute_message(const abi::NvtxEventAttributes* a) {
   return "<unnamed range>";  // wide strings (nvtx*W) are not read
 }
 
+// A range's begin on the calling thread's track; false: not kept (no room, or a thread past the host tracks).
+bool Tracer::begin_host_range(KeyId key) {
+  nvtx_ranges_.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t track = host_track();
+  return track < kStreamTrackBase && profiler_->timed_events()->add_begin(key, -1, track, now_ns(), 0);
+}
+
 void Tracer::push_range(const std::string& name) noexcept {
   try {
     const KeyId key = profiler_->key(name, Kind::region);
-    const uint32_t track = host_track();
-    const bool kept = track < kStreamTrackBase && profiler_->timed_events()->add_begin(key, -1, track, now_ns(), 0);
-    nvtx_ranges_.fetch_add(1, std::memory_order_relaxed);
-    host_stack().push_back({key, kept});
+    host_stack().push_back({key, begin_host_range(key)});
   } catch (...) {
   }
 }
@@ -93,9 +97,7 @@ void Tracer::pop_range() noexcept {
 void Tracer::start_range(uint64_t id, const std::string& name) noexcept {
   try {
     const KeyId key = profiler_->key(name, Kind::region);
-    const uint32_t track = host_track();
-    const bool kept = track < kStreamTrackBase && profiler_->timed_events()->add_begin(key, -1, track, now_ns(), 0);
-    nvtx_ranges_.fetch_add(1, std::memory_order_relaxed);
+    const bool kept = begin_host_range(key);
     std::lock_guard<std::mutex> lock(nvtx_mu_);
     if (kept) open_ranges_[id] = HostRange{key, true};
   } catch (...) {

@@ -21,9 +21,6 @@ namespace dooly::energy {
 namespace {
 // The longest wait before the start's baseline measurement (a sensor window longer than this is unusual).
 constexpr int64_t kMaxBaselineSettleNs = 5'000'000'000;
-}  // namespace
-
-namespace {
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
 }  // namespace
 

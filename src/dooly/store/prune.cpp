@@ -1,5 +1,6 @@
 #include "dooly/store/prune.hpp"
 
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,12 +11,6 @@
 namespace dooly::store {
 
 namespace {
-
-int64_t count_of(Database& db, const char* table, int64_t id) {
-  auto st = db.prepare(fmt::format("SELECT count(*) FROM {} WHERE provenance_id = ?1", table));
-  st.bind(1, id);
-  return st.step() ? st.column_int64(0) : 0;
-}
 
 int64_t remove(Database& db, const char* table, const char* column, int64_t id) {
   auto st = db.prepare(fmt::format("DELETE FROM {} WHERE {} = ?1", table, column));
@@ -29,18 +24,19 @@ int64_t file_bytes(Database& db) { return db.query_int64("PRAGMA page_count") * 
 }  // namespace
 
 PruneSummary prune_contexts(Store& store, std::span<const int64_t> ids) {
-  Database& db = store.database();
-  std::set<int64_t> known;
-  for (const Provenance& p : store.provenances()) known.insert(p.id);
+  std::map<int64_t, int64_t> occurrence_rows;  // by provenance id
+  for (const ProvenanceUse& u : store.provenance_uses()) occurrence_rows[u.provenance.id] = u.occurrence_rows;
   for (const int64_t id : ids) {
-    if (!known.count(id))
+    const auto it = occurrence_rows.find(id);
+    if (it == occurrence_rows.end())
       DOOLY_THROW(InputError, "list the measurement contexts `dooly store info` shows", "store {} has no provenance {}",
                   store.path(), id);
-    if (const int64_t n = count_of(db, "model_signatures", id); n > 0)
+    if (it->second > 0)
       DOOLY_THROW(InputError, "prune only measurement contexts (those without traced models)",
                   "provenance {} of store {} is a trace context: {} occurrence rows of traced models use it", id,
-                  store.path(), n);
+                  store.path(), it->second);
   }
+  Database& db = store.database();
   PruneSummary s;
   auto tx = store.transaction();
   for (const int64_t id : std::set<int64_t>(ids.begin(), ids.end())) {

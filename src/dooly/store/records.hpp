@@ -159,6 +159,14 @@ struct PredictorRecord {
   int64_t fitted_at_unix_s = 0;         // 0 on upsert: now
 };
 
+// One provenance and what uses it: occurrence rows of traced models (a trace context) or measurements (a
+// measurement context).
+struct ProvenanceUse {
+  Provenance provenance;
+  int64_t occurrence_rows = 0;
+  int64_t measurements = 0;
+};
+
 // Row counts, all taken from one snapshot of the file.
 struct Summary {
   int schema_version = 0;

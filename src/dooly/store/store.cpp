@@ -578,6 +578,17 @@ std::vector<Provenance> Store::provenances() const {
   return out;
 }
 
+std::vector<ProvenanceUse> Store::provenance_uses() const {
+  Statement select = db_->prepare(fmt::format(
+      "SELECT {}, (SELECT count(*) FROM model_signatures m WHERE m.provenance_id = provenance.id), "
+      "(SELECT count(*) FROM measurements m WHERE m.provenance_id = provenance.id) FROM provenance ORDER BY id",
+      provenance_columns));
+  const int n = select.column_count() - 2;
+  std::vector<ProvenanceUse> out;
+  while (select.step()) out.push_back({read_provenance(select), select.column_int64(n), select.column_int64(n + 1)});
+  return out;
+}
+
 std::vector<SignatureUse> Store::signatures_of_model(int64_t model_id, int64_t provenance_id) const {
   Statement select = db_->prepare(
       fmt::format("SELECT {}, ms.phase, ms.count FROM model_signatures ms JOIN signatures s ON s.id = ms.signature_id "

@@ -84,6 +84,8 @@ class Store {
   std::optional<Model> find_model(std::string_view name, std::string_view config_hash) const;
   std::vector<Model> models() const;
   std::vector<Provenance> provenances() const;
+  // Every provenance (by id) with its occurrence rows and measurements.
+  std::vector<ProvenanceUse> provenance_uses() const;
   // Ordered by signature id, then phase.
   std::vector<SignatureUse> signatures_of_model(int64_t model_id, int64_t provenance_id) const;
   // Ordered by model id, provenance id, phase.

@@ -140,7 +140,6 @@ class NvmlReference {
   }
   NvmlReference(const NvmlReference&) = delete;
   NvmlReference& operator=(const NvmlReference&) = delete;
-  bool held() const noexcept { return held_; }
 
  private:
   DynamicLibrary lib_;
