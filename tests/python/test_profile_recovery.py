@@ -6,6 +6,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -13,17 +14,37 @@ from pathlib import Path
 from test_profile import GRID, LLAMA, env, exe, planned_points, profile, rows
 
 
+def _measured(db) -> int:
+    """Measurements committed so far; 0 while the store or its tables do not exist yet (or a write holds the lock)."""
+    try:
+        return rows(db, "SELECT count(*) FROM measurements")[0][0]
+    except sqlite3.Error:
+        return 0
+
+
 def test_killed_runs_resume_without_measuring_a_point_twice(tmp_path):
     """kill -9 of the whole run (supervisor and worker) at 20 random moments: the store stays intact, no point is
-    measured twice, and the run that finally completes leaves every point measured once."""
+    measured twice, and the run that finally completes leaves every point measured once. Half the kills fall at a
+    random time after the start (start-up, tracing, planning, the baseline, or measuring, as the machine's speed
+    decides); the other half a random time after the run's first commit, while points are being measured, however
+    long a loaded machine takes to get there (CI's 2 cores took longer than 4 s for every start-up)."""
     db = tmp_path / "k.sqlite"
     total = planned_points(db)
     rnd = random.Random(11)
     committed = []
     for i in range(20):
+        before = _measured(db) if db.exists() else 0
         p = subprocess.Popen([exe(), "profile", str(LLAMA), "--db", str(db), "--grid", str(GRID), "--device", "cpu"],
                              env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(rnd.uniform(0.3, 4.0))
+        if i % 2 == 0:
+            time.sleep(rnd.uniform(0.3, 4.0))
+        else:
+            deadline = time.monotonic() + 300
+            while _measured(db) <= before and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert p.poll() is None, f"kill {i}: the run ended by itself (status {p.returncode}) before measuring"
+            assert _measured(db) > before, f"kill {i}: no point measured in 300 s"
+            time.sleep(rnd.uniform(0.0, 0.5))
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
         if not db.exists():
