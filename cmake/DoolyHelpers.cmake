@@ -5,6 +5,37 @@ function(dooly_library name)
   add_library(dooly::${name} ALIAS dooly_${name})
   target_include_directories(dooly_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(dooly_${name} PUBLIC ${ARG_DEPS})
+  if(DOOLY_PCH)
+    target_link_libraries(dooly_${name} PRIVATE fmt::fmt)  # the header's macros (below)
+    target_precompile_headers(dooly_${name} REUSE_FROM dooly_pch_library)
+  endif()
+endfunction()
+
+# DOOLY_PCH=ON: two hosts compile the system headers most units include once, and the libraries and the unit tests
+# reuse them (REUSE_FROM asks for the same flags: a static library's units are -fPIC, an executable's -fPIE, hence
+# a host of each kind). Only system headers: a precompiled project header would rebuild everything on each edit.
+# The macros a precompiled header was made with must be those of every unit that uses it (gcc ignores the header
+# otherwise, clang refuses the unit): the hosts, every library and every test link fmt::fmt (FMT_SHARED) and the
+# test host GoogleTest (GTEST_HAS_PTHREAD). A target's own macros that no system header mentions (DOOLY_SOURCE_DIR,
+# a stub's path) do not matter.
+set(DOOLY_PCH_HEADERS <algorithm> <array> <atomic> <chrono> <cmath> <cstddef> <cstdint> <cstdio> <cstdlib> <cstring>
+    <filesystem> <fstream> <functional> <limits> <map> <memory> <mutex> <optional> <set> <span> <sstream>
+    <string> <string_view> <thread> <unordered_map> <utility> <vector> <fmt/format.h> <nlohmann/json.hpp>)
+function(dooly_pch_library_host)
+  if(DOOLY_PCH)
+    add_library(dooly_pch_library STATIC ${PROJECT_SOURCE_DIR}/cmake/pch_host.cpp)
+    target_link_libraries(dooly_pch_library PRIVATE fmt::fmt)
+    target_precompile_headers(dooly_pch_library PRIVATE ${DOOLY_PCH_HEADERS})
+  endif()
+endfunction()
+# The tests' host links GoogleTest as they do: its target defines GTEST_HAS_PTHREAD, which the header must be made
+# with.
+function(dooly_pch_test_host)
+  if(DOOLY_PCH)
+    add_executable(dooly_pch_test ${PROJECT_SOURCE_DIR}/cmake/pch_host_main.cpp)
+    target_link_libraries(dooly_pch_test PRIVATE fmt::fmt GTest::gtest)
+    target_precompile_headers(dooly_pch_test PRIVATE ${DOOLY_PCH_HEADERS} <gtest/gtest.h>)
+  endif()
 endfunction()
 
 # dooly_test(NAME SOURCES... DEPS ... [LABELS ...] [SHARDS n]): one gtest executable registered with ctest.
@@ -16,9 +47,12 @@ endfunction()
 function(dooly_test name)
   cmake_parse_arguments(ARG "" "SHARDS" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} fmt::fmt GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE DOOLY_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                                              DOOLY_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  if(DOOLY_PCH)
+    target_precompile_headers(${name} REUSE_FROM dooly_pch_test)
+  endif()
   if(NOT DOOLY_UNIT_TESTS AND NOT "random" IN_LIST ARG_LABELS AND NOT "no-sanitizer" IN_LIST ARG_LABELS)
     set_target_properties(${name} PROPERTIES EXCLUDE_FROM_ALL ON)
     return()

@@ -2,7 +2,9 @@
 entry (pyproject.toml). Not under tests/python, so scripts/test_python.sh does not run it; run it alone:
     .venv/bin/python -m pytest -q tests/packaging
 DOOLY_WHEEL_BUILD_DIR=<dir> keeps scikit-build-core's CMake build there so a rerun compiles only what changed
-(default: a fresh temporary one, as a user's install)."""
+(default: a fresh temporary one, as a user's install). DOOLY_WHEEL_UNOPTIMISED=1 compiles it at -O0 (a third less
+compile time than the Release a user gets; scripts/test.sh sets it: what this test checks is what gets installed
+and where, not the optimiser)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,9 @@ def test_pip_install_gives_package_core_and_entry(tmp_path):
     build_dir = os.environ.get("DOOLY_WHEEL_BUILD_DIR")
     if build_dir:
         cmd.append(f"--config-settings=build-dir={build_dir}")
+    if os.environ.get("DOOLY_WHEEL_UNOPTIMISED") == "1":
+        cmd += ["--config-settings=cmake.build-type=Debug", "--config-settings=cmake.define.CMAKE_CXX_FLAGS_DEBUG=-O0",
+                "--config-settings=cmake.define.CMAKE_C_FLAGS_DEBUG=-O0"]
     _run(cmd)
 
     # Outside the repository and without PYTHONPATH, so only the installed copies can be imported.
