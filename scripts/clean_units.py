@@ -126,6 +126,10 @@ def headers(build: str, cache: str | None, update: bool) -> int:
         print(f"header check: {build}/compile_commands.json has no unit under {folder}: configure the build "
               f"(cmake --preset default)", file=sys.stderr)
         return 2
+    if update and not any("-Werror" in _argv(e) for e in units.values()):
+        print(f"header check: --update-cache: {build} is not configured as CI's builds are (no -Werror), so its keys "
+              f"would never match there; configure it with DOOLY_WERROR=1 scripts/build.sh default", file=sys.stderr)
+        return 2
     clean: set[str] = set()
     if cache and os.path.exists(cache):
         with open(cache) as f:

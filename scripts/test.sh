@@ -12,7 +12,8 @@
 #   6. lint: clang-format over src/ and clang-tidy (bugprone, performance, complexity <= 25) over all of src/;
 #      a unit whose exact content (preprocessed, with the same config and tool) .ci/tidy-clean.txt lists as
 #      found clean is not tidied again (scripts/clean_units.py; refresh it with
-#      scripts/lint.sh --tidy-only --cache .ci/tidy-clean.txt --update-cache).
+#      scripts/lint.sh --tidy-only --cache .ci/tidy-clean.txt --update-cache, on a build with -Werror as CI's:
+#      DOOLY_WERROR=1 scripts/build.sh default, or a clone's build/default after this script).
 # Every build treats compiler warnings as errors: DOOLY_WERROR=1 below makes scripts/build.sh (and the fuzz
 # build in scripts/fuzz.sh) configure with -DDOOLY_WERROR=ON; those folders keep it for later local builds
 # (DOOLY_WERROR=0 scripts/build.sh <preset> turns it off again).
