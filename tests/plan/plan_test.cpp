@@ -172,7 +172,7 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
     commit_point(f.db, row);
   };
   commit_ok({{"key", u.points[0].key}, {"bindings", u.points[0].bindings}},
-            {{"energy", {{"j", 0.01}, {"hw_j", 0.001}}}});
+            {{"energy", {{"j", 0.01}, {"hw_j", 0.001}}}, {"extra", {{"point_s", 0.75}}}});
   json pt2 = {{"key", u.points[1].key}};
   commit_point(f.db, {{"signature", u.hash},
                       {"provenance_id", ctx},
@@ -187,6 +187,12 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   EXPECT_EQ(it->points_failed, 1);
   EXPECT_EQ(it->points.size(), u.points.size() - 2);
   EXPECT_EQ(again.todo.points, p.todo.points - 2);
+  // The committed point's own time against the model's estimate of it: the pace of the rest.
+  EXPECT_EQ(p.pace.points, 0);
+  EXPECT_EQ(again.pace.points, 1);
+  EXPECT_DOUBLE_EQ(again.pace.measured_s, 0.75);
+  EXPECT_DOUBLE_EQ(again.pace.estimated_s, u.points[0].estimated_s);
+  EXPECT_DOUBLE_EQ(to_json(again)["pace"]["ratio"].get<double>(), 0.75 / u.points[0].estimated_s);
   PlanOptions retry;
   retry.retry_failed = true;
   EXPECT_EQ(f.plan(ctx, retry).todo.points, p.todo.points - 1);
@@ -205,6 +211,22 @@ TEST(Plan, CommittedPointsAreSkippedAndFailedOnesRetriedOnRequest) {
   const int64_t other = upsert_measurement_context(f.db, json{{"gpu_name", "other"}});
   EXPECT_EQ(f.plan(other).todo.points, p.todo.points);
   EXPECT_EQ(latest_measurement_context(f.db), other);
+}
+
+// The dry run scales the model's estimate by the pace of the committed points, once there are enough of them.
+TEST(Plan, TheDryRunGivesTheRestAtThePaceOfTheCommittedPoints) {
+  Plan p;
+  p.todo.points = 100;
+  p.todo.estimated_s = 600;  // 10 GPU-min by the model
+  p.pace = Pace{19, 38.0, 19.0};
+  EXPECT_EQ(render_plan(p).find("at the pace"), std::string::npos);  // 19 points: too few to say
+  p.pace = Pace{20, 30.0, 20.0};
+  EXPECT_NE(render_plan(p).find("at the pace of the 20 points this context holds (1.500 s each inside the worker, "
+                                "1.50x the model's estimate of them): 15.0 GPU-min"),
+            std::string::npos)
+      << render_plan(p);
+  p.todo.points = 0;  // nothing left to measure: nothing to say of its pace
+  EXPECT_EQ(render_plan(p).find("at the pace"), std::string::npos);
 }
 
 // A long point's energy stored without the settle period (before it existed, or shorter than the grid asks) is

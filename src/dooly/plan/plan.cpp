@@ -380,13 +380,23 @@ bool below_floor(const store::Measurement& m) {
   return it != extra["energy"].end() && it->is_boolean() && it->get<bool>();
 }
 
+// A row's `point_s` (the worker's wall time inside the point), when it recorded one.
+std::optional<double> point_seconds(const store::Measurement& m) {
+  const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
+  if (!extra.is_object()) return std::nullopt;
+  const auto it = extra.find("point_s");
+  if (it == extra.end() || !it->is_number() || !(it->get<double>() > 0)) return std::nullopt;
+  return it->get<double>();
+}
+
 // Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure, from the unit's
 // rows under the context (one query). With require_energy an ok row counts only with its energy, or with the
 // engine's word that it was below the resolution floor; an ok row without either is neither committed nor failed:
 // measured again, as is an unsettled one (its energy predates the settle period).
 void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, int64_t provenance_id,
-                  const PlanOptions& options, const MeasureSettings& measure) {
+                  const PlanOptions& options, const MeasureSettings& measure, Pace& pace) {
   std::set<std::string> committed, ok, tried, stale;
+  std::map<std::string, double> took;  // committed points' point_s
   if (provenance_id > 0 && p.signature_id > 0)
     for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id)) {
       if (m.point_key.empty()) continue;  // rows from schema v2 match no point
@@ -397,11 +407,17 @@ void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, 
         stale.insert(m.point_key);
       } else if (m.energy_j || !options.require_energy || below_floor(m)) {
         committed.insert(m.point_key);  // takes precedence over an older unsettled row of the point
+        if (auto t = point_seconds(m)) took[m.point_key] = *t;
       }
     }
   for (PointPlan& pt : all) {
     if (committed.count(pt.key)) {
       ++p.points_committed;
+      if (auto t = took.find(pt.key); t != took.end()) {
+        ++pace.points;
+        pace.measured_s += t->second;
+        pace.estimated_s += pt.estimated_s;
+      }
     } else if (stale.count(pt.key)) {
       ++p.points_unsettled;
       p.points.push_back(std::move(pt));
@@ -453,7 +469,7 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
     p.point_class = point_class;
     p.points_total = static_cast<int64_t>(all.size());
     add_totals(plan.aware, p.op_class, all);
-    split_points(store, p, all, provenance_id, options, grid.measure);
+    split_points(store, p, all, provenance_id, options, grid.measure, plan.pace);
     units.emplace(choice->unit_hash, std::move(p));
   }
   for (auto& [h, list] : absorbed_by) units.at(h).absorbs = list;
@@ -527,6 +543,11 @@ json to_json(const Plan& plan) {
           {"shard", plan.options.shard},
           {"shards", plan.options.shards},
           {"retry_failed", plan.options.retry_failed},
+          {"pace",
+           {{"points", plan.pace.points},
+            {"measured_s", plan.pace.measured_s},
+            {"estimated_s", plan.pace.estimated_s},
+            {"ratio", plan.pace.ratio()}}},
           {"require_energy", plan.options.require_energy},
           {"op_occurrences", plan.op_occurrences},
           {"op_signatures", plan.op_signatures},
@@ -595,6 +616,14 @@ std::string render_plan(const Plan& plan) {
       fmt::format("this run: {} points, est. {:.1f} GPU-min (estimates: {:.2f} s per point at least; the grid's "
                   "measure settings)",
                   plan.todo.points, plan.todo.estimated_s / 60, plan.measure.warmup_s + plan.measure.min_time_s));
+  // A handful of points says little of the rest's pace: from kMinPacePoints on, the model scaled by it.
+  constexpr int64_t kMinPacePoints = 20;
+  if (plan.pace.points >= kMinPacePoints && plan.todo.points > 0)
+    line(
+        fmt::format("at the pace of the {} points this context holds ({:.3f} s each inside the worker, {:.2f}x the "
+                    "model's estimate of them): {:.1f} GPU-min, plus each run's start-up",
+                    plan.pace.points, plan.pace.measured_s / static_cast<double>(plan.pace.points), plan.pace.ratio(),
+                    plan.todo.estimated_s * plan.pace.ratio() / 60));
   if (!plan.uncovered.empty()) {
     int64_t occ = 0;
     for (const Uncovered& x : plan.uncovered) occ += x.occurrences;

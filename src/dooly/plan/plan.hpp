@@ -70,6 +70,16 @@ struct PlanTotals {
   std::map<std::string, int64_t> points_by_class;
 };
 
+// How long the context's committed points took against what the plan's model says of the same points: each point's
+// `point_s` (the worker's wall time inside it: warm-up, settle, timed calls, energy) over the model's estimate. The
+// model is a guess from bytes and the grid's settings; once a context has points, their pace is the better one.
+struct Pace {
+  int64_t points = 0;      // committed points of this plan's units that recorded point_s
+  double measured_s = 0;   // their point_s, summed
+  double estimated_s = 0;  // the model's estimate of the same points, summed
+  double ratio() const { return estimated_s > 0 ? measured_s / estimated_s : 0.0; }
+};
+
 struct PlanOptions {
   int shard = 0, shards = 1;  // run units whose hash falls in this slice (deterministic)
   bool retry_failed = false;  // plan points stored as failed again
@@ -91,6 +101,7 @@ struct Plan {
   PlanTotals todo;   // what this plan measures
   PlanTotals aware;  // every point of every unit, measured once (the store ignored)
   PlanTotals naive;  // every (model, backend) trace measured on its own, same grids
+  Pace pace;         // the committed points of every unit (all shards), measured against the model
   int64_t unresolved_units = 0;
 };
 
