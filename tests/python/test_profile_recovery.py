@@ -33,7 +33,7 @@ def test_killed_runs_resume_without_measuring_a_point_twice(tmp_path):
     rnd = random.Random(11)
     committed = []
     for i in range(20):
-        before = _measured(db) if db.exists() else 0
+        before = _measured(db)
         p = subprocess.Popen([exe(), "profile", str(LLAMA), "--db", str(db), "--grid", str(GRID), "--device", "cpu"],
                              env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         if i % 2 == 0:

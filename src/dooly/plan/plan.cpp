@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "dooly/common/error.hpp"
+#include "dooly/plan/profile_store.hpp"
 #include "dooly/plan/value_expr.hpp"
 #include "dooly/signature/sign.hpp"
 #include "dooly/trace/call_tree.hpp"
@@ -360,9 +361,8 @@ UnitPlan make_unit(store::Store& store, const Sig& u, const Sig& first_op, const
 // Whether an ok row's energy was measured without the settle period its latency asks for: a long row from before
 // the settle period existed (no settle_s recorded), or one settled shorter than the grid asks. A recorded 0 is the
 // worker's own judgement (one replay was shorter than settle_min_latency_s a call) and stands.
-bool unsettled(const store::Measurement& m, const MeasureSettings& s) {
+bool unsettled(const store::Measurement& m, const json& extra, const MeasureSettings& s) {
   if (s.settle_s <= 0 || m.latency_mean_s < s.settle_min_latency_s || !m.energy_j) return false;
-  const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
   const auto it = extra.is_object() ? extra.find("settle_s") : extra.end();
   if (it == extra.end() || !it->is_number()) return true;
   const double settled = it->get<double>();
@@ -372,21 +372,11 @@ bool unsettled(const store::Measurement& m, const MeasureSettings& s) {
 // Whether an ok row holds no energy because the engine found its windows below the resolution floor (no more
 // energy than idle over them; extra_json.energy.below_floor, written by the worker with its note): measured, with
 // nothing to resolve; measuring it again would only add rows.
-bool below_floor(const store::Measurement& m) {
+bool below_floor(const store::Measurement& m, const json& extra) {
   if (m.energy_j) return false;
-  const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
   if (!extra.is_object() || !extra.contains("energy") || !extra["energy"].is_object()) return false;
   const auto it = extra["energy"].find("below_floor");
   return it != extra["energy"].end() && it->is_boolean() && it->get<bool>();
-}
-
-// A row's `point_s` (the worker's wall time inside the point), when it recorded one.
-std::optional<double> point_seconds(const store::Measurement& m) {
-  const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
-  if (!extra.is_object()) return std::nullopt;
-  const auto it = extra.find("point_s");
-  if (it == extra.end() || !it->is_number() || !(it->get<double>() > 0)) return std::nullopt;
-  return it->get<double>();
 }
 
 // Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure, from the unit's
@@ -403,11 +393,12 @@ void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, 
       tried.insert(m.point_key);
       if (m.status != store::MeasurementStatus::ok) continue;
       ok.insert(m.point_key);
-      if (options.require_energy && unsettled(m, measure)) {
+      const json extra = json::parse(m.extra_json, nullptr, false);  // once: three questions read it
+      if (options.require_energy && unsettled(m, extra, measure)) {
         stale.insert(m.point_key);
-      } else if (m.energy_j || !options.require_energy || below_floor(m)) {
+      } else if (m.energy_j || !options.require_energy || below_floor(m, extra)) {
         committed.insert(m.point_key);  // takes precedence over an older unsettled row of the point
-        if (auto t = point_seconds(m)) took[m.point_key] = *t;
+        if (auto t = point_seconds(extra)) took[m.point_key] = *t;
       }
     }
   for (PointPlan& pt : all) {

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "dooly/plan/profile_store.hpp"
+
 namespace dooly::plan {
 
 namespace {
@@ -24,10 +26,8 @@ void tally_unit(store::Store& store, const Plan& plan, const UnitPlan& u, ClassR
   int64_t ok = 0;
   if (plan.provenance_id > 0 && u.signature_id > 0)
     for (const store::Measurement& m : store.measurements_for(u.signature_id, plan.provenance_id)) {
-      const auto extra = nlohmann::json::parse(m.extra_json, nullptr, false);
       // A point's whole time on the device: inputs, warm-up, graph capture, the timed window (or until it failed).
-      if (extra.is_object() && extra.contains("point_s") && extra.at("point_s").is_number())
-        r.device_s += extra.at("point_s").get<double>();
+      if (auto t = point_seconds(nlohmann::json::parse(m.extra_json, nullptr, false))) r.device_s += *t;
       if (m.status == store::MeasurementStatus::ok) {
         ++ok;
         continue;

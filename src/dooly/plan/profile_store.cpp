@@ -28,6 +28,12 @@ int64_t signature_id(store::Store& store, const json& j, const char* key, const 
 
 }  // namespace
 
+std::optional<double> point_seconds(const json& extra) {
+  const auto it = extra.is_object() ? extra.find("point_s") : extra.end();
+  if (it == extra.end() || !it->is_number() || !(it->get<double>() > 0)) return std::nullopt;
+  return it->get<double>();
+}
+
 int64_t upsert_measurement_context(store::Store& store, const json& context) {
   store::Provenance p;
   p.gpu_name = need(context, "gpu_name", "measurement context").get<std::string>();

@@ -26,6 +26,10 @@ std::optional<int64_t> latest_measurement_context(store::Store& store);
 //  "energy": null | {"j", "hw_j", "std_j", "avg_power_w"}, "extra": {...}} -> the measurement's id.
 int64_t commit_point(store::Store& store, const nlohmann::json& result);
 
+// A row's time on the device (its extra's "point_s", the worker's wall time inside the point: inputs, warm-up,
+// settle, the timed window, energy), when it recorded a positive one; `extra` is the row's extra_json, parsed.
+std::optional<double> point_seconds(const nlohmann::json& extra);
+
 // The signature of a serving engine's own cost per step (kind 'engine', schema v4): {"name": "hf-continuous-batching",
 // "model": name, "config_hash", "attention", "cuda_graphs": [varlen, decode], "block_size", "max_batch_tokens",
 // "dtype"} -> its hash (SHA-256 of the canonical form {"attrs": {...}, "kind": "engine", "name", "v": 1}), stored
