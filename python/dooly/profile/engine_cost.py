@@ -65,22 +65,31 @@ def fit_line(rows: list[dict], variables: tuple[str, ...], key=host_s) -> dict |
             "max_rel_error": max(rel) if rel else None}
 
 
+# Where the engine's loop runs while it is timed. "engine-thread": a thread of its own, as the manager serves
+# (manager.start); "caller": the measuring thread. Stored in the engine signature's attributes; the simulator prefers
+# engine-thread measurements (an eager step is ~2.6x slower there on the H200: HFEngine.run's docstring).
+LOOP = "engine-thread"
+
+
 def measure(config_path: str, attention: str, device: str, graphs: bool, workloads: dict, dtype=None,
-            repeat: int = 1, max_batch_tokens: int = 521) -> list[dict]:
+            repeat: int = 1, max_batch_tokens: int = 521, num_blocks: int | None = None,
+            loop: str = LOOP) -> list[dict]:
     """Every step of every workload (after one untimed warm-up run of each, which also captures the graphs)."""
     from ..engines.hf import HFEngine
 
     rows = []
     with HFEngine(config_path, attention=attention, device=device, dtype=dtype, cuda_graphs=graphs,
-                  max_batch_tokens=max_batch_tokens) as eng:
+                  max_batch_tokens=max_batch_tokens, num_blocks=num_blocks) as eng:
         info = eng.engine_info()
         engine = {"attention": info["attention"], "dtype": info["dtype"], "block_size": info["block_size"],
-                  "max_batch_tokens": eng.limits()["max_batch_tokens"], "cuda_graphs": list(info["cuda_graphs"])}
+                  "max_batch_tokens": eng.limits()["max_batch_tokens"], "cuda_graphs": list(info["cuda_graphs"]),
+                  "loop": loop}
+        in_thread = loop == "engine-thread"
         for kind, sets in workloads.items():
             for requests in sets:
-                eng.run(requests)  # warm-up: caches, allocator, graph captures of these sizes
+                eng.run(requests, engine_thread=in_thread)  # warm-up: caches, allocator, graph captures
                 for rep in range(repeat):
-                    for s in eng.run(requests, timed=True):
+                    for s in eng.run(requests, timed=True, engine_thread=in_thread):
                         rows.append({"workload": kind, "repeat": rep, "step": s.step, "kind": s.kind,
                                      "num_tokens": s.num_tokens, "num_requests": s.num_requests,
                                      "num_prefill_tokens": s.num_prefill_tokens,
@@ -163,6 +172,10 @@ def main(argv=None) -> int:
     ap.add_argument("--tiny", action="store_true", help="the model's tiny config and tiny workloads (CPU tests)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--max-batch-tokens", type=int, default=521, help="the engine's token budget per step")
+    ap.add_argument("--num-blocks", type=int, default=0, help="KV cache blocks (0: the engine's own sizing)")
+    ap.add_argument("--loop", choices=("engine-thread", "caller"), default=LOOP,
+                    help="where the engine's loop runs while timed: its own thread, as when serving (default), or "
+                         "the caller's (how versions before 2026-12-04 measured)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--db", default="", help="also store the steps as the engine's signatures (kind 'engine') here")
     args = ap.parse_args(argv)
@@ -184,7 +197,7 @@ def main(argv=None) -> int:
     rows = []
     for g in modes:
         rows += measure(config, args.attention, args.device, g, workloads, repeat=args.repeat,
-                        max_batch_tokens=args.max_batch_tokens)
+                        max_batch_tokens=args.max_batch_tokens, num_blocks=args.num_blocks or None, loop=args.loop)
     summary = summarize(rows)
     if args.db:
         n = commit(args.db, rows, args.model, config, args.device)
