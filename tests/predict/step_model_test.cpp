@@ -142,6 +142,36 @@ TEST_F(StepModelTest, HostCostOfTheEngineSignature) {
   EXPECT_TRUE(StepModel::load(db, tiny("paged|sdpa[efficient]")).has_host_cost());  // the exact backend, too
 }
 
+TEST_F(StepModelTest, PrefersTheHostCostTimedInTheEnginesOwnThreadThenTheNewest) {
+  // A second measurement of the engine, timed in the engine's thread (3x the first), then a third, newer one timed
+  // in the caller's thread: the engine-thread one is used; without it, the newest.
+  auto add = [&](int n, const char* loop, double scale) {
+    const int64_t id =
+        db.upsert_signature(testing::hex(n), "hf-continuous-batching", store::SignatureKind::engine,
+                            fmt::format(R"({{"attrs":{{"attention":"paged|sdpa","config_hash":"cfg",)"
+                                        R"("cuda_graphs":[true,true],{}"model":"tiny-llama"}},"kind":"engine",)"
+                                        R"("name":"hf-continuous-batching","v":1}})",
+                                        loop[0] ? fmt::format(R"("loop":"{}",)", loop) : std::string()))
+            .id;
+    for (int reqs : {1, 2, 4, 8, 16, 32})
+      db.insert_measurement(testing::tiny_point(id, t.measured,
+                                                fmt::format(R"({{"DECODE_REQS":{0},"NUM_REQS":{0},"NUM_TOKS":{0},)"
+                                                            R"("PREFILL_TOKS":0}})",
+                                                            reqs),
+                                                scale * TinyStore::host_s(reqs), false));
+    return id;
+  };
+  const auto host = [&] { return StepModel::load(db, tiny()).predict(parse_composition("4x1@100")).host_s; };
+  add(20, "", 2);
+  EXPECT_NEAR(host(), 2 * TinyStore::host_s(4), 1e-9);  // the newest
+  add(21, "engine-thread", 3);
+  add(22, "caller", 5);
+  EXPECT_NEAR(host(), 3 * TinyStore::host_s(4), 1e-9);  // timed as the engine serves, though older
+  StepModelOptions off = tiny();
+  off.cuda_graphs = false;  // only graphs on was measured: still none (not another mode's)
+  EXPECT_FALSE(StepModel::load(db, off).has_host_cost());
+}
+
 TEST_F(StepModelTest, UsesStoredPredictorsWhenTheirPointsAreUnchanged) {
   EXPECT_GT(StepModel::load(db, tiny()).fitted_at_load(), 0u);  // nothing stored yet: fitted in memory
   fit_store(db);

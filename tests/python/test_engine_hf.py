@@ -280,6 +280,7 @@ def test_engine_cost_fits_host_time_per_step_kind(tmp_path):
                            "latency_mean_s FROM measurements WHERE status = 'ok'").fetchall()
     assert [(k, name) for k, name, _ in sigs] == [("engine", "hf-continuous-batching")]
     assert json.loads(sigs[0][2])["attrs"]["cuda_graphs"] == [False, False]
+    assert json.loads(sigs[0][2])["attrs"]["loop"] == "engine-thread"  # timed as the engine serves
     assert len(stored) == n and all(lat > 0 and reps >= 1 for *_, reps, lat in stored)
     decode_of_3 = [r for r in stored if r[2] == 3 and r[4] == 3]
     assert decode_of_3 and json.loads(decode_of_3[0][0]) == {"DECODE_REQS": 3, "NUM_REQS": 3, "NUM_TOKS": 3,
@@ -292,3 +293,26 @@ def test_engine_cost_fits_host_time_per_step_kind(tmp_path):
     assert engine_cost.main(["--model", "no-such-model", "--tiny", "--out", str(out)]) == 2
     assert not out.exists()
     json.dumps(rows)
+
+
+def test_the_engines_own_thread_serves_the_same_steps_and_tokens():
+    """HFEngine.run(engine_thread=True) runs the engine's loop in a thread of its own (as manager.start does when
+    serving; engine_cost times it there): the same schedule and the same greedy tokens as in the caller's thread,
+    and the loop ran in another thread."""
+    import threading
+
+    requests = [(20, 4), (9, 6), (33, 3)]
+    seen = []
+
+    def serve(engine_thread):  # a fresh engine each: the same prompts (a run's prompts follow its engine's seed)
+        with HFEngine(str(tiny_path("llama-3.1-8b")), device="cpu", max_batch_tokens=32) as eng:
+            steps = eng.run(requests, on_forward=lambda info, call: (seen.append(threading.get_ident()), call())[1],
+                            engine_thread=engine_thread)
+            return [(s.kind, s.num_tokens, s.num_requests) for s in steps], dict(eng.last_outputs)
+
+    here = serve(False)
+    caller_forwards, seen[:] = list(seen), []
+    there = serve(True)
+    assert there == here
+    assert set(caller_forwards) == {threading.get_ident()}
+    assert seen and threading.get_ident() not in seen and len(set(seen)) == 1

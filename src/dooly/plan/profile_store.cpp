@@ -120,6 +120,12 @@ std::string upsert_engine_signature(store::Store& store, const json& engine) {
   if (!graphs.is_array() || graphs.size() != 2 || !graphs[0].is_boolean() || !graphs[1].is_boolean())
     DOOLY_THROW(InputError, kFix, "{}: 'cuda_graphs' must be [varlen, decode] booleans", what);
   attrs["cuda_graphs"] = graphs;
+  if (engine.contains("loop")) {  // where the engine's loop ran while timed; absent in stores before 2026-12-04
+    const json& v = engine.at("loop");
+    if (!v.is_string() || v.get<std::string>().empty())
+      DOOLY_THROW(InputError, kFix, "{}: 'loop' must be a non-empty string (engine-thread or caller)", what);
+    attrs["loop"] = v;
+  }
   const json& n = need(engine, "name", what);
   if (!n.is_string() || n.get<std::string>().empty())
     DOOLY_THROW(InputError, kFix, "{}: 'name' must be a non-empty string", what);

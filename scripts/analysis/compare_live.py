@@ -1,0 +1,92 @@
+"""Simulates every live run in the given archives (scripts/gpu/live_validate.sh's live-<model>.tgz) with the settings
+the live run resolved, compares the two (dooly compare --json) and prints one table row per run: TTFT / TPOT / E2E
+per-request MAPE and median error, throughput and J per output token, live against simulated.
+
+  python3 scripts/analysis/compare_live.py data/live/h200/live-*.tgz [--db data/profile/h200.sqlite]
+      [--dooly build/default/src/dooly/cli/dooly] [--out DIR (default: a temporary folder)] [--json summary.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+
+def simulate_args(live: dict) -> list[str]:
+    e, w = live["engine"], live["workload"]
+    graphs = "on" if e["cuda_graphs"]["decode"] else "off"
+    args = ["--model", e["model"], "--engine", "hf", "--scheduler", e["scheduler"], "--attention", e["attention"],
+            "--cuda-graphs", graphs, "--block-size", str(e["block_size"]), "--num-blocks", str(e["num_blocks"]),
+            "--max-batch-tokens", str(e["max_batch_tokens"]), "--max-requests", str(e["max_batch_requests"]),
+            "--safety-margin", str(e["safety_margin"]), "--workload", w["spec"]]
+    slo = live["summary"].get("slo") or {}
+    if slo:
+        args += ["--slo", ",".join(f"{k.removesuffix('_s')}:{v * 1e3:g}" for k, v in slo.items())]
+    return args
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("archives", nargs="+")
+    ap.add_argument("--db", default="data/profile/h200.sqlite")
+    ap.add_argument("--dooly", default="build/default/src/dooly/cli/dooly")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+    out = args.out or tempfile.mkdtemp(prefix="compare-live-")
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for archive in args.archives:
+        with tarfile.open(archive) as t:
+            members = sorted((m for m in t.getmembers() if m.name.endswith(".json.gz")), key=lambda m: m.name)
+            for m in members:
+                live = json.load(gzip.open(t.extractfile(m)))
+                name = m.name.removesuffix(".json.gz")
+                live_path = os.path.join(out, f"{name}.live.json")
+                sim_path = os.path.join(out, f"{name}.sim.json")
+                cmp_path = os.path.join(out, f"{name}.compare.json")
+                with open(live_path, "w") as f:
+                    json.dump(live, f)
+                sim = subprocess.run([args.dooly, "simulate", "--db", args.db, *simulate_args(live), "--out", sim_path],
+                                     capture_output=True, text=True)
+                if sim.returncode != 0:
+                    print(f"{name}: simulate failed: {sim.stderr.strip()[:300]}", file=sys.stderr)
+                    continue
+                c = subprocess.run([args.dooly, "compare", live_path, sim_path, "--json", cmp_path],
+                                   capture_output=True, text=True)
+                if c.returncode != 0:
+                    print(f"{name}: compare failed: {c.stderr.strip()[:300]}", file=sys.stderr)
+                    continue
+                rows.append({"run": name, "compare": json.load(open(cmp_path))})
+    if not rows:
+        return 1
+    print(f"{'run':<40} {'TTFT MAPE':>9} {'med err':>8} {'TPOT MAPE':>9} {'med err':>8} {'E2E MAPE':>8} "
+          f"{'tok/s live':>10} {'sim':>7} {'J/tok live':>10} {'sim':>6} {'err':>7}")
+    for r in rows:
+        c = r["compare"]
+        m = c["metrics"]
+
+        def mape(k):
+            return f"{100 * m[k]['mape']:8.1f}%" if m.get(k, {}).get("mape") is not None else "        -"
+
+        def med(k):
+            return f"{100 * m[k]['median_error']:+7.1f}%" if m.get(k, {}).get("median_error") is not None else "       -"
+
+        thr, jl, js = c["output_throughput_tps"], c["j_per_output_token"]["live"], c["j_per_output_token"]["sim"]
+        print(f"{r['run']:<40} {mape('ttft')} {med('ttft')} {mape('tpot')} {med('tpot')} {mape('e2e')} "
+              f"{thr['live']:10.1f} {thr['sim']:7.1f} "
+              + (f"{jl:10.3f} {js:6.3f} {100 * (js / jl - 1):+6.1f}%" if jl and js else "         -      -       -"))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"version": 1, "db": args.db, "runs": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
