@@ -32,9 +32,10 @@ std::optional<double> point_seconds(const nlohmann::json& extra);
 
 // The signature of a serving engine's own cost per step (kind 'engine', schema v4): {"name": "hf-continuous-batching",
 // "model": name, "config_hash", "attention", "cuda_graphs": [varlen, decode], "block_size", "max_batch_tokens",
-// "dtype", optional "loop": "engine-thread" | "caller", where the engine's loop ran while it was timed} -> its hash (SHA-256 of the canonical form {"attrs": {...}, "kind": "engine", "name", "v": 1}), stored
-// if new. The engine's steps are then committed with commit_point under that hash. The model is part of it: how many
-// ops an eager step launches is the model's.
+// "dtype", optional "loop": "engine-thread" | "caller", where the engine's loop ran while it was timed} -> its hash
+// (SHA-256 of the canonical form {"attrs": {...}, "kind": "engine", "name", "v": 1}), stored if new. The engine's steps
+// are then committed with commit_point under that hash. The model is part of it: how many ops an eager step launches is
+// the model's.
 std::string upsert_engine_signature(store::Store& store, const nlohmann::json& engine);
 
 // {"signature": hash, "provenance_id", "unit": hash | null, "level", "status": "runs"|"absorbed"|"unrunnable",
