@@ -2,6 +2,10 @@
 # The engine host cost of the live-validation models (llama-3.1-8b, olmoe-1b-7b-0924, qwen3-8b) with the engine loop in
 # its own thread and the live runs' limits (1024 blocks of 256, 2048 tokens), stored into a copy of the shipped
 # store that comes back as $OUT/h200.sqlite.gz (carry .deps). Issue 12, 2026-12-04.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/out}; mkdir -p "$OUT"
 T0=$(date +%s)
 bash scripts/gpu/build_core.sh /tmp/dooly-core > /tmp/b.log 2>&1 || { tail -5 /tmp/b.log; exit 1; }
 export PYTHONPATH=python:/tmp/dooly-core HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

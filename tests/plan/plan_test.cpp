@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "dooly/common/error.hpp"
 #include "dooly/plan/profile_store.hpp"
 #include "dooly/store/ingest.hpp"
+#include "dooly/store/sqlite.hpp"
+#include "dooly/store/store.hpp"
 #include "support/temp_dir.hpp"
 
 namespace dooly::plan {
@@ -350,6 +353,38 @@ TEST(Plan, TheJsonCarriesWhatTheWorkerReads) {
   const json& pt = u.at("points")[0];
   for (const char* k : {"key", "bindings", "requests", "num_tokens", "kv_tokens", "estimated_s"})
     EXPECT_TRUE(pt.contains(k)) << k;
+}
+
+TEST(Plan, TheEngineSignatureKeepsWhereItsLoopWasTimed) {
+  testing::TempDir dir;
+  store::Store db = store::Store::open(dir.file("e.sqlite"));
+  json engine = {{"name", "hf-continuous-batching"},
+                 {"model", "m"},
+                 {"config_hash", "c"},
+                 {"attention", "paged|sdpa"},
+                 {"dtype", "bfloat16"},
+                 {"block_size", 256},
+                 {"max_batch_tokens", 2048},
+                 {"cuda_graphs", {false, false}}};
+  const std::string before = upsert_engine_signature(db, engine);  // a store from before 'loop': the same hash
+  engine["loop"] = "engine-thread";
+  const std::string thread = upsert_engine_signature(db, engine);
+  engine["loop"] = "caller";
+  const std::string caller = upsert_engine_signature(db, engine);
+  EXPECT_EQ(std::set<std::string>({before, thread, caller}).size(), 3u);
+  store::Statement s = db.database().prepare("SELECT canonical_json FROM signatures WHERE hash = ?");
+  s.bind(1, thread);
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(json::parse(s.column_text(0)).at("attrs").at("loop"), "engine-thread");
+  for (const json& bad : {json(""), json(3)}) {
+    engine["loop"] = bad;
+    try {
+      upsert_engine_signature(db, engine);
+      ADD_FAILURE() << "accepted loop " << bad.dump();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("'loop' must be a non-empty string"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
