@@ -264,6 +264,11 @@ def test_engine_cost_fits_host_time_per_step_kind(tmp_path):
     kinds = {r["kind"] for r in rows}
     assert kinds == {"prefill", "decode", "mixed"}
     assert all(r["times"]["step_s"] > 0 and r["cuda_graphs"] == [False, False] for r in rows)
+    # Every step also timed in an untimed pass of the same schedule: the host time is that wall time.
+    assert all(r["times"]["untimed_step_s"] > 0 for r in rows)
+    assert all(engine_cost.host_s(r["times"]) == r["times"]["untimed_step_s"] for r in rows)  # no device on a CPU
+    assert engine_cost.host_s({"step_s": 0.08, "untimed_step_s": 0.06, "device_s": 0.05, "launch_s": 0.01,
+                               "sync_s": 0.045}) == pytest.approx(0.06 - 0.04)  # less the timed pass's wait
     summary = {s["kind"]: s for s in engine_cost.summarize(rows)}
     assert summary["decode"]["fit_host"] and set(summary["decode"]["fit_host"]) >= {"a_s", "per_requests_s", "mape"}
     assert summary["prefill"]["fit_host"] and "per_tokens_s" in summary["prefill"]["fit_host"]
