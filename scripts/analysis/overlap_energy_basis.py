@@ -66,8 +66,12 @@ def design(calls, kernel_keys, samples, window_ns, delay_ns, basis):
     return x
 
 
-def nnls_with_intercept(x, y, sweeps: int = 20000):
-    """Least squares, intercept free, the other coefficients >= 0: coordinate descent on the normal equations."""
+def nnls_with_intercept(x, y, floor_w: float | None = None, sweeps: int = 20000):
+    """Least squares, intercept free (or fixed at floor_w), the other coefficients >= 0: coordinate descent on the
+    normal equations."""
+    if floor_w is not None:
+        coef, rms = _nnls(x, y - floor_w, sweeps)
+        return floor_w, coef, rms
     a = np.hstack([np.ones((len(y), 1)), x])
     g, b = a.T @ a, a.T @ y
     coef = np.zeros(a.shape[1])
@@ -87,10 +91,30 @@ def nnls_with_intercept(x, y, sweeps: int = 20000):
     return coef[0], coef[1:], float(np.sqrt(np.mean(resid ** 2)))
 
 
+def _nnls(x, y, sweeps):
+    g, b = x.T @ x, x.T @ y
+    coef = np.zeros(x.shape[1])
+    for _ in range(sweeps):
+        change = 0.0
+        for j in range(len(coef)):
+            if g[j, j] <= 0:
+                continue
+            new = max(0.0, coef[j] + (b[j] - g[j] @ coef) / g[j, j])
+            change = max(change, abs(new - coef[j]) * np.sqrt(g[j, j]))
+            coef[j] = new
+        if change < 1e-9:
+            break
+    return coef, float(np.sqrt(np.mean((y - x @ coef) ** 2)))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("recording")
     ap.add_argument("--exclude", default="", help="comma-separated substrings of kernel names left out of the fit")
+    ap.add_argument("--busy-only", action="store_true",
+                    help="fit only the readings whose window some kernel occupies throughout (leaves out the idle "
+                         "gaps, where the power decays with no kernel to carry it)")
+    ap.add_argument("--floor", type=float, default=None, help="fix the intercept at this many W (default: fitted)")
     args = ap.parse_args(argv)
     keys, calls, samples, (window_ns, delay_ns) = read_recording(args.recording)
     excluded = [s for s in args.exclude.split(",") if s]
@@ -99,6 +123,23 @@ def main(argv=None) -> int:
     first = min(b for _, b, _ in calls) - window_ns
     last = max(e for _, _, e in calls) + window_ns + delay_ns
     samples = samples[(samples[:, 0] >= first) & (samples[:, 0] <= last)]
+    if args.busy_only:  # the union of all kernels' windows covers the reading's window
+        busy = np.zeros(len(samples), dtype=bool)
+        spans = sorted((b, e) for _, b, e in calls)
+        merged = []
+        for b, e in spans:
+            if merged and b <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([b, e])
+        starts = np.array([m[0] for m in merged])
+        ends = np.array([m[1] for m in merged])
+        hi = samples[:, 0] - delay_ns
+        lo = hi - window_ns
+        j = np.searchsorted(starts, lo, side="right") - 1
+        ok = j >= 0
+        busy[ok] = ends[j[ok]] >= hi[ok]
+        samples = samples[busy]
     n_calls = {k: 0 for k in kernel_keys}
     time_s = {k: 0.0 for k in kernel_keys}
     for key, b, e in calls:
@@ -108,7 +149,7 @@ def main(argv=None) -> int:
     out = {}
     for basis in ("power", "energy"):
         floor, coef, rms = nnls_with_intercept(design(calls, kernel_keys, samples, window_ns, delay_ns, basis),
-                                               samples[:, 1])
+                                               samples[:, 1], args.floor)
         print(f"== {basis} basis: floor {floor:.1f} W, residual {rms:.1f} W rms over {len(samples)} readings")
         for j, k in enumerate(kernel_keys):
             out[(basis, k)] = coef[j] * time_s[k] / n_calls[k] if basis == "power" else coef[j]
