@@ -9,8 +9,12 @@
 //
 // Phases, each an NVTX range, with an idle gap between them:
 //   alone <kernel>        one kernel, instance <0>, on one stream, for --phase-s seconds;
-//   concurrent all        the three kernels' instances <1> on three streams, each stream delayed by a short spin
-//                         of random length before each launch, so the overlaps vary;
+//   concurrent all        the three kernels' instances <1> on three streams, each launch delayed by a random
+//                         0..--max-spin-ms so that the overlaps vary: by the host (--delay host, the default: it
+//                         sleeps before the launch, so nothing else runs on the device) or by a one-warp `spin`
+//                         kernel queued before it on its stream (--delay device; on the H200 that kernel, present
+//                         whenever the others run, took half their energy in the fit: docs/results/
+//                         2026-12-04-h200-issue13-overlap-overhead.md);
 //   concurrent <a>+<b>    each pair, instances <1>, the same way.
 // Run it under the library: CUDA_INJECTION64_PATH=.../libdooly_cupti.so ./cuda_overlap; then
 // scripts/gpu/summarize_overlap.py compares each kernel's J/call concurrent (<1>) with alone (<0>).
@@ -84,6 +88,7 @@ struct Options {
   double gap_s = 0.5;
   double target_ms = 3.0;
   double max_spin_ms = 2.0;
+  bool device_delay = false;  // --delay device: a spin kernel before each launch; host: the host sleeps
 };
 
 bool check(cudaError_t e, const char* what) {
@@ -173,7 +178,11 @@ void concurrent(const Work& w, const std::vector<int>& ks, const Options& o, con
   while (now_s() < end) {
     for (int i = 0; i < 16; ++i)
       for (size_t j = 0; j < ks.size(); ++j) {
-        spin<<<1, 32, 0, streams[j]>>>(static_cast<long long>(spin_ms(rng) * 1e6));
+        const double delay_ms = spin_ms(rng);
+        if (o.device_delay)
+          spin<<<1, 32, 0, streams[j]>>>(static_cast<long long>(delay_ms * 1e6));
+        else  // the host waits before it launches: a stream whose queue has run dry starts later
+          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
         w.launch<1>(ks[j], streams[j]);
         ++calls[j];
       }
@@ -196,6 +205,9 @@ bool parse(int argc, char** argv, Options& o) {
       o.target_ms = v;
     else if (!std::strcmp(argv[i], "--max-spin-ms"))
       o.max_spin_ms = v;
+    else if (!std::strcmp(argv[i], "--delay") &&
+             (!std::strcmp(argv[i + 1], "host") || !std::strcmp(argv[i + 1], "device")))
+      o.device_delay = !std::strcmp(argv[i + 1], "device");
     else
       return false;
   }
@@ -207,7 +219,9 @@ bool parse(int argc, char** argv, Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: cuda_overlap [--phase-s 4] [--gap-s 0.5] [--target-ms 3] [--max-spin-ms 2]\n");
+    std::fprintf(stderr,
+                 "usage: cuda_overlap [--phase-s 4] [--gap-s 0.5] [--target-ms 3] [--max-spin-ms 2] "
+                 "[--delay host|device]\n");
     return 2;
   }
   int devices = 0;

@@ -9,7 +9,8 @@
 #      with its 95 % interval, in the trapezoid mode, and for a naive split by time (the power above the floor at
 #      each instant shared equally among the kernels running, from the trace), and whether each is within the
 #      10 % goal (summarize_overlap.py).
-# Environment: OUT, WORK, RUNS (default 3), PHASE_S (default 4), TARGET_MS (default 3), SKIP_BUILD=1, PYTHON.
+# Environment: OUT, WORK, RUNS (default 3), PHASE_S (default 4), TARGET_MS (default 3), DELAY (host: the host varies
+# the overlaps, the default since 2026-12-04; device: a spin kernel does, as the first H200 runs), SKIP_BUILD=1, PYTHON.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/out/overlap}
@@ -36,6 +37,7 @@ for run in $(seq "$RUNS"); do
   CUDA_INJECTION64_PATH="$LIB" DOOLY_OUTPUT="$OUT/run$run" DOOLY_RECORD="$OUT/run$run.recording" \
     DOOLY_TRACE="$OUT/run$run.trace.json" DOOLY_TRACE_MAX_WINDOWS=20000000 DOOLY_LOG=info \
     "$WORK/examples/cuda_overlap/cuda_overlap" --phase-s "${PHASE_S:-4}" --target-ms "${TARGET_MS:-3}" \
+    --delay "${DELAY:-host}" \
     > "$OUT/run$run.txt" 2>&1 || { cat "$OUT/run$run.txt"; exit 1; }
   grep -E "^(calibrated|phase|cuda_overlap)" "$OUT/run$run.txt" || true
 done
