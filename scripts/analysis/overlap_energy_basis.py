@@ -67,13 +67,12 @@ def design(calls, kernel_keys, samples, window_ns, delay_ns, basis):
 
 
 def nnls_with_intercept(x, y, floor_w: float | None = None, sweeps: int = 20000):
-    """Least squares, intercept free (or fixed at floor_w), the other coefficients >= 0: coordinate descent on the
-    normal equations."""
-    if floor_w is not None:
-        coef, rms = _nnls(x, y - floor_w, sweeps)
-        return floor_w, coef, rms
-    a = np.hstack([np.ones((len(y), 1)), x])
-    g, b = a.T @ a, a.T @ y
+    """Least squares of y on an intercept and x, the intercept free (or fixed at floor_w) and the other coefficients
+    >= 0, by coordinate descent on the normal equations (a handful of columns). Returns (floor, coef, rms)."""
+    fixed = floor_w is not None
+    a = x if fixed else np.hstack([np.ones((len(y), 1)), x])
+    target = y - floor_w if fixed else y
+    g, b = a.T @ a, a.T @ target
     coef = np.zeros(a.shape[1])
     for _ in range(sweeps):
         change = 0.0
@@ -81,30 +80,14 @@ def nnls_with_intercept(x, y, floor_w: float | None = None, sweeps: int = 20000)
             if g[j, j] <= 0:
                 continue
             new = coef[j] + (b[j] - g[j] @ coef) / g[j, j]
-            if j > 0:
+            if fixed or j > 0:
                 new = max(0.0, new)
             change = max(change, abs(new - coef[j]) * np.sqrt(g[j, j]))
             coef[j] = new
         if change < 1e-9:
             break
-    resid = y - a @ coef
-    return coef[0], coef[1:], float(np.sqrt(np.mean(resid ** 2)))
-
-
-def _nnls(x, y, sweeps):
-    g, b = x.T @ x, x.T @ y
-    coef = np.zeros(x.shape[1])
-    for _ in range(sweeps):
-        change = 0.0
-        for j in range(len(coef)):
-            if g[j, j] <= 0:
-                continue
-            new = max(0.0, coef[j] + (b[j] - g[j] @ coef) / g[j, j])
-            change = max(change, abs(new - coef[j]) * np.sqrt(g[j, j]))
-            coef[j] = new
-        if change < 1e-9:
-            break
-    return coef, float(np.sqrt(np.mean((y - x @ coef) ** 2)))
+    rms = float(np.sqrt(np.mean((target - a @ coef) ** 2)))
+    return (floor_w, coef, rms) if fixed else (coef[0], coef[1:], rms)
 
 
 def main(argv=None) -> int:
