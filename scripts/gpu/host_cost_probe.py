@@ -1,7 +1,8 @@
 """Why does a live step of the HF engine take longer than the host-cost measurement says? (issue 12, first live runs:
 Llama-3.1-8B, CUDA graphs off, decode steps ~70 ms live against ~26 ms in dooly.profile.engine_cost.)
 
-One process, one model, the same decode workload (B requests of P prompt tokens, O output tokens) served four ways,
+One process, one model, the same decode workload (B requests of P prompt tokens, O output tokens) served four ways
+(`main` twice, first and last, to show the order does not matter),
 each step timed from prepare_next_batch's start to update_batch's end:
   main        the engine's loop called in this thread (HFEngine.run: what engine_cost measures)
   thread      the engine's own background thread (manager.start), this thread waiting in get_result(timeout=0.05)
@@ -57,7 +58,7 @@ def serve_thread(engine, reqs, idle: bool):
         done = 0
         deadline = time.perf_counter() + 120
         if idle:
-            while len([s for s in rec.steps]) < 1 or bp.scheduler.has_pending_requests():
+            while not rec.steps or bp.scheduler.has_pending_requests():
                 time.sleep(0.05)
                 if time.perf_counter() > deadline:
                     break

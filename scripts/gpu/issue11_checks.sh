@@ -3,7 +3,9 @@
 #   trace        GPU traces (trace format 3: layouts, in-engine kernel time per op) of $MODELS under sdpa-efficient
 #                and eager, kept in /tmp/dooly-checks while the machine stays held
 #   composition  scripts/gpu/composition_check.py over the sdpa-efficient traces (units alone vs the engine step)
-#   cost         python -m dooly.profile.engine_cost per model, CUDA graphs off and on (the engine's host cost)
+#   cost         python -m dooly.profile.engine_cost per model, CUDA graphs off and on (the engine's host cost, timed
+#                in the engine's own thread); $COST_ARGS go to it, e.g. the live runs' limits:
+#                COST_ARGS="--max-batch-tokens 2048 --num-blocks 1024" (scripts/gpu/live_validate.sh's defaults)
 #   validate     scripts/gpu/validate_profile_energy.py --long-only over the store: $POINTS points of >= 1 ms against a
 #                5 s energy-counter reference (the 3 % goal), measured the profiler's way once per settle period in
 #                $SETTLE, the reference cut in slices (J per call and SM clock against time from idle)
@@ -85,7 +87,7 @@ if has cost; then
   for m in $CHECK_MODELS; do
     stamp "cost $m"
     python3 -m dooly.profile.engine_cost --model "$m" --device cuda --graphs off,on --out "$RES/cost-$m.json" \
-      --db "$DB" 2>&1 | tee "$RES/cost-$m.txt"
+      --db "$DB" ${COST_ARGS:-} 2>&1 | tee "$RES/cost-$m.txt"
   done
 fi
 

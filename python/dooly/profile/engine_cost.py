@@ -113,7 +113,7 @@ COMPOSITION = ("num_tokens", "num_requests", "num_prefill_tokens", "num_decode_r
 def untimed_walls(eng, requests, in_thread: bool) -> list[tuple[float, tuple]] | None:
     """The requests served once more with no phase timer: each step's wall time (prepare_next_batch's start to
     update_batch's end, as dooly live records a serving step) and its (kind, tokens, requests). On the H200 the
-    timed pass's eager steps (engine thread) took 79 ms where untimed ones took 62-66 and live steps 65-72
+    timed pass's eager steps (engine thread) took 79 ms where untimed ones took 62-67 and live steps 65-72
     (docs/results/2026-12-04-h200-live-validation.md); the timed pass keeps the phase split and the device's wait."""
     from ..live.step_recorder import StepRecorder
 
