@@ -27,7 +27,9 @@
 #   the held-out 14th model: measure it alone afterwards with MODELS=qwen3-1.7b STAGES="trace profile"), CHECK_MODELS (the composition
 #   check and the engine cost; default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
 #   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,grid,2), DEADLINE_S (default
-#   560), NAIVE_MODELS (default llama-3.1-8b), OUT (default ./out).
+#   560), NAIVE_MODELS (default llama-3.1-8b), BACKENDS (the attention backends traced and profiled; default
+#   "sdpa-efficient eager"; the HF engine's `paged|sdpa` runs cuDNN's kernel on the H200: add sdpa-cudnn), OUT
+#   (default ./out).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -42,6 +44,7 @@ POINTS=${POINTS:-20}
 SETTLE=${SETTLE:-0,grid,2}
 DEADLINE_S=${DEADLINE_S:-560}
 NAIVE_MODELS=${NAIVE_MODELS:-llama-3.1-8b}
+BACKENDS=${BACKENDS:-"sdpa-efficient eager"}
 TR=/tmp/dooly-checks
 mkdir -p "$TR"
 # The store in /tmp carries on from one command to the next while the machine is held, but only while the store it
@@ -65,13 +68,13 @@ stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 
 # Every stage but cost reads the traces: the shipped ones are unpacked (and missing ones traced) for any of them.
 traces_of() {  # the shipped/traced traces of the models given, those present
-  for m in "$@"; do for b in sdpa-efficient eager; do
+  for m in "$@"; do for b in $BACKENDS; do
     [ -f "$TR/all/${m}__paged_${b}.json" ] && echo "$TR/all/${m}__paged_${b}.json"
   done; done
 }
 if { has trace || has composition || has validate || has profile || has naive; } && [ ! -f "$TR/done" ]; then
   stamp trace
-  bash scripts/gpu/traces_for.sh "$TR" "sdpa-efficient eager" "$MODELS $NAIVE_MODELS" "$RES/trace.log" \
+  bash scripts/gpu/traces_for.sh "$TR" "$BACKENDS" "$MODELS $NAIVE_MODELS" "$RES/trace.log" \
     | tee "$RES/trace-summary.txt"
 fi
 ls "$TR"/all/*.json 2>/dev/null | sed 's/^/trace: /'
