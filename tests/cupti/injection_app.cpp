@@ -3,7 +3,12 @@
 // report is written by the library's exit handler. Usage: injection_app LIBDOOLY_CUPTI STUB_CUPTI [LIBCUDA]
 // With LIBCUDA (the stub libcuda) it plays the driver more closely: InitializeInjection runs "inside cuInit"
 // (DOOLY_STUB_CUDA_INSIDE_INIT=1), and the program's own cuInit follows and must succeed.
+// Built with the CUDA toolkit's NVTX headers (DOOLY_REAL_NVTX), it also opens an NVTX range around its kernels the
+// way an instrumented program does: the real NVTX finds the library through NVTX_INJECTION64_PATH at its first call.
 #include <dlfcn.h>
+#ifdef DOOLY_REAL_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -37,11 +42,23 @@ int main(int argc, char** argv) {
   auto kernel = reinterpret_cast<void (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t)>(
       dlsym(stub, "stub_cupti_kernel"));
   auto deliver = reinterpret_cast<int (*)()>(dlsym(stub, "stub_cupti_deliver"));
+#ifdef DOOLY_REAL_NVTX
+  const int level = nvtxRangePushA("app step");
+  const nvtxRangeId_t id = nvtxRangeStartA("app started range");
+#endif
   uint64_t g = 0;
   now(&g);
   for (int i = 0; i < 10; ++i) kernel("_Z7stencilPfi", g + i * 2'000'000, g + i * 2'000'000 + 1'000'000, 0, 1, 7);
   deliver();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
+#ifdef DOOLY_REAL_NVTX
+  nvtxRangeEnd(id);
+  if (const int popped = nvtxRangePop();
+      popped != level) {  // 0 and 0 with the tool; without one, NVTX's own code for both
+    std::fprintf(stderr, "app: nvtxRangePush returned %d, nvtxRangePop %d\n", level, popped);
+    return 6;
+  }
+#endif
   std::puts("app: done");
   return 0;  // the report is written at exit
 }

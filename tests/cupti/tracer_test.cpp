@@ -1,7 +1,7 @@
-// The CUPTI tracer over the stub libcupti (stub_cupti/): recorded kernel, memcpy, memset and NVTX records go
-// through CUPTI's real callback path (buffer requested, buffer completed, records walked with
-// cuptiActivityGetNextRecord, NVTX subscriber callback) into the real profiler, sampler and attributor, over a fake
-// power session of constant power, so every energy is known exactly.
+// The CUPTI tracer over the stub libcupti (stub_cupti/): recorded kernel, memcpy and memset records go through
+// CUPTI's real callback path (buffer requested, buffer completed, records walked with cuptiActivityGetNextRecord)
+// and NVTX ranges through NVTX's injection tables (FakeNvtx, as nvtx3 keeps them) into the real profiler, sampler
+// and attributor, over a fake power session of constant power, so every energy is known exactly.
 #include "dooly/cupti/tracer.hpp"
 
 #include <dlfcn.h>
@@ -54,14 +54,68 @@ struct Stub {
   }
   int deliver() const { return fn<int (*)()>("stub_cupti_deliver")(); }
   void drop_next(size_t n) const { fn<void (*)(size_t)>("stub_cupti_drop_next")(n); }
-  void nvtx(uint32_t cbid, const void* params, const void* ret = nullptr) const {
-    fn<void (*)(uint32_t, const void*, const void*)>("stub_cupti_nvtx")(cbid, params, ret);
-  }
   int enabled(int kind) const { return fn<int (*)(int)>("stub_cupti_enabled")(kind); }
   int queued() const { return fn<int (*)()>("stub_cupti_queued")(); }
   int default_flushes() const { return fn<int (*)()>("stub_cupti_default_flushes")(); }
   int hold(int n) const { return fn<int (*)(int)>("stub_cupti_hold_buffers")(n); }
   void release_held() const { fn<void (*)()>("stub_cupti_release_held")(); }
+};
+
+// NVTX as a module that uses it sees it (nvtx3/nvtxDetail/nvtxImpl.h): per module, an array of pointers to the
+// function-pointer slots its nvtx* calls go through, handed to the injection by GetModuleFunctionTable; each call
+// reads its slot. One instance: NVTX's export-table getter carries no user pointer.
+struct FakeNvtx {
+  abi::NvtxFunctionPointer core[16] = {}, core2[16] = {};
+  abi::NvtxFunctionPointer* core_table[16] = {};
+  abi::NvtxFunctionPointer* core2_table[16] = {};
+  abi::NvtxExportTableCallbacks callbacks{sizeof(abi::NvtxExportTableCallbacks), &module_table};
+
+  static FakeNvtx& get() {
+    static FakeNvtx n;
+    return n;
+  }
+  static int module_table(int module, abi::NvtxFunctionTable* out, unsigned* size) {
+    FakeNvtx& n = get();
+    if (module != abi::kNvtxModuleCore && module != abi::kNvtxModuleCore2) return 0;
+    *out = module == abi::kNvtxModuleCore ? n.core_table : n.core2_table;
+    *size = 15;
+    return 1;
+  }
+  static const void* export_table(uint32_t id) { return id == abi::kNvtxEtidCallbacks ? &get().callbacks : nullptr; }
+  // A fresh module (every slot empty) handed to the injection, as NVTX does at a module's first call.
+  int inject() {
+    for (int i = 0; i < 16; ++i) {
+      core[i] = core2[i] = nullptr;
+      core_table[i] = &core[i];
+      core2_table[i] = &core2[i];
+    }
+    return Tracer::install_nvtx(&export_table);
+  }
+  template <typename Fn, typename... A>
+  auto call(abi::NvtxFunctionPointer slot, A... a) {
+    if (!slot) throw std::runtime_error("the injection left this NVTX function empty");
+    return reinterpret_cast<Fn>(slot)(a...);
+  }
+  int push(const char* m) { return call<int (*)(const char*)>(core[abi::kNvtxRangePushA], m); }
+  int pop() { return call<int (*)()>(core[abi::kNvtxRangePop]); }
+  uint64_t start_ex(const abi::NvtxEventAttributes* a) {
+    return call<uint64_t (*)(const abi::NvtxEventAttributes*)>(core[abi::kNvtxRangeStartEx], a);
+  }
+  void end(uint64_t id) { call<void (*)(uint64_t)>(core[abi::kNvtxRangeEnd], id); }
+  const void* create_domain(const char* name) {
+    return call<const void* (*)(const char*)>(core2[abi::kNvtxDomainCreateA], name);
+  }
+  const void* register_string(const void* domain, const char* text) {
+    return call<const void* (*)(const void*, const char*)>(core2[abi::kNvtxDomainRegisterStringA], domain, text);
+  }
+  uint64_t domain_start_ex(const void* domain, const abi::NvtxEventAttributes* a) {
+    return call<uint64_t (*)(const void*, const abi::NvtxEventAttributes*)>(core2[abi::kNvtxDomainRangeStartEx], domain,
+                                                                            a);
+  }
+  int domain_push_ex(const void* domain, const abi::NvtxEventAttributes* a) {
+    return call<int (*)(const void*, const abi::NvtxEventAttributes*)>(core2[abi::kNvtxDomainRangePushEx], domain, a);
+  }
+  int domain_pop(const void* domain) { return call<int (*)(const void*)>(core2[abi::kNvtxDomainRangePop], domain); }
 };
 
 // The environment of a tracer test: the stub library, no files, a short delay and sampler period.
@@ -71,7 +125,8 @@ struct Env {
   ScopedEnv table{"DOOLY_TABLE", "0"};
   ScopedEnv delay{"DOOLY_CUPTI_DELAY_MS", "10"};
   ScopedEnv period{"DOOLY_PERIOD_MS", "2"};
-  ScopedEnv flush{"DOOLY_CUPTI_FLUSH_MS", "0"};  // the tests deliver buffers themselves (one test flushes)
+  ScopedEnv flush{"DOOLY_CUPTI_FLUSH_MS", "0"};      // the tests deliver buffers themselves (one test flushes)
+  ScopedEnv nvtx{"NVTX_INJECTION64_PATH", nullptr};  // the tracer names itself there
 };
 
 Tracer::ProfilerFactory constant_power(double watts) {
@@ -104,10 +159,15 @@ TEST(Tracer, KernelsCopiesAndRangesBecomeRowsWithExactEnergies) {
   EXPECT_EQ(stub.enabled(1), 1);
   EXPECT_EQ(stub.enabled(2), 1);
 
-  struct PushA {
-    const char* message;
-  } forward{"forward"};
-  stub.nvtx(8, &forward);  // nvtxRangePushA
+  // The tracer names its own library for NVTX; NVTX then hands the module's tables to the injection entry.
+  const char* injection = std::getenv("NVTX_INJECTION64_PATH");
+  ASSERT_NE(injection, nullptr);
+  Dl_info self{};
+  ASSERT_NE(dladdr(reinterpret_cast<const void*>(&Tracer::install_nvtx), &self), 0);
+  EXPECT_STREQ(injection, self.dli_fname);
+  FakeNvtx& nvtx = FakeNvtx::get();
+  ASSERT_EQ(nvtx.inject(), 1);
+  EXPECT_EQ(nvtx.push("forward"), 0);  // nvtxRangePushA: the level of the range opened
   const int64_t g = stub.gpu_now();
   // Two streams, overlapping; records arrive stream 13's first.
   stub.kernel("plain_kernel", g + 2 * kMs, g + 6 * kMs, 13);
@@ -118,7 +178,8 @@ TEST(Tracer, KernelsCopiesAndRangesBecomeRowsWithExactEnergies) {
   stub.drop_next(5);
   EXPECT_EQ(stub.deliver(), 5);
   std::this_thread::sleep_for(std::chrono::milliseconds(3));
-  stub.nvtx(11, &forward);  // nvtxRangePop (its params are ignored)
+  EXPECT_EQ(nvtx.pop(), 0);   // nvtxRangePop: the level of the range closed
+  EXPECT_EQ(nvtx.pop(), -1);  // nothing open
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   tracer.finish();
   EXPECT_FALSE(tracer.active());
@@ -156,7 +217,7 @@ TEST(Tracer, KernelsCopiesAndRangesBecomeRowsWithExactEnergies) {
   EXPECT_EQ(meta(r, "cupti.streams"), "2");
   EXPECT_EQ(meta(r, "cupti.nvtx_ranges"), "1");
   EXPECT_EQ(meta(r, "cupti.buffers_walked"), "1");  // the five records fitted one buffer
-  EXPECT_EQ(r.events_dropped, 10u);  // 5 records, two edges each
+  EXPECT_EQ(r.events_dropped, 10u);                 // 5 records, two edges each
   EXPECT_EQ(r.unmatched_events, 0u);
   EXPECT_NE(meta(r, "cupti.clock_bracket_ns"), "<none>");
   tracer.finish();  // a second finish does nothing
@@ -168,38 +229,43 @@ TEST(Tracer, StartEndRangesAcrossThreadsAndRegisteredStrings) {
   stub.reset();
   Tracer tracer(constant_power(100.0));
   ASSERT_TRUE(tracer.start());
+  FakeNvtx& nvtx = FakeNvtx::get();
+  ASSERT_EQ(nvtx.inject(), 1);
   // nvtxDomainRegisterStringA returns a handle; nvtxDomainRangeStartEx names the range by it.
-  static const char kStep[] = "train step";
-  const void* handle = reinterpret_cast<const void*>(0x1234);
-  struct Register {
-    const void* domain;
-    const char* text;
-  } reg{nullptr, kStep};
-  stub.nvtx(39, &reg, &handle);
+  const void* domain = nvtx.create_domain("trainer");
+  ASSERT_NE(domain, nullptr);
+  const void* handle = nvtx.register_string(domain, "train step");
+  EXPECT_EQ(nvtx.register_string(domain, "train step"), handle);  // the same string, the same handle
   abi::NvtxEventAttributes attr{};
   attr.version = 3;
   attr.size = sizeof(attr);
   attr.message_type = abi::kNvtxMessageRegistered;
   attr.message = handle;
-  struct DomainStart {
-    const void* domain;
-    const abi::NvtxEventAttributes* attr;
-  } start{nullptr, &attr};
-  const uint64_t id = 77;
-  stub.nvtx(31, &start, &id);  // nvtxDomainRangeStartEx
+  const uint64_t id = nvtx.domain_start_ex(domain, &attr);  // nvtxDomainRangeStartEx
+  EXPECT_NE(id, 0u);
+  abi::NvtxEventAttributes ascii = attr;
+  ascii.message_type = abi::kNvtxMessageAscii;
+  ascii.message = "optimizer";
+  const uint64_t other_id = nvtx.start_ex(&ascii);  // nvtxRangeStartEx: a second range, its own id
+  EXPECT_NE(other_id, id);
+  EXPECT_EQ(nvtx.domain_push_ex(domain, &ascii), 0);
   std::thread other([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    struct End {
-      uint64_t id;
-    } end{77};
-    stub.nvtx(7, &end);  // nvtxRangeEnd, from another thread
+    nvtx.end(id);  // nvtxRangeEnd, from another thread
+    nvtx.end(other_id);
+    nvtx.end(12345);  // an id never handed out: ignored
   });
   other.join();
+  EXPECT_EQ(nvtx.domain_pop(domain), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   tracer.finish();
+  EXPECT_EQ(nvtx.push("after"), 0);  // after finish: NVTX still works, nothing is recorded
+  EXPECT_EQ(nvtx.pop(), 0);
   const auto& step = row(tracer.last_report(), "train step");
   EXPECT_EQ(step.calls, 1u);
   EXPECT_GE(step.time_s, 0.002);
+  EXPECT_EQ(row(tracer.last_report(), "optimizer").calls, 2u);  // the started range and the pushed one
+  EXPECT_EQ(meta(tracer.last_report(), "cupti.nvtx_ranges"), "3");
 }
 
 TEST(Tracer, WithoutCuptiItSaysSoAndTheProgramRunsOn) {
@@ -230,26 +296,32 @@ TEST(Tracer, OneTracerAtATime) {
   a.finish();
 }
 
-TEST(Tracer, WithAnotherSubscriberKernelsAreMeasuredWithoutRanges) {
+TEST(Tracer, WithAnotherNvtxInjectionKernelsAreMeasuredWithoutRanges) {
   Env env;
+  ScopedEnv nsys("NVTX_INJECTION64_PATH", "/opt/nsight-systems/libToolsInjection64.so");  // another tool's
   Stub stub;
   stub.reset();
-  void* other = nullptr;  // another CUPTI client (Nsight Systems, PyTorch's profiler) holds the callbacks
-  auto subscribe = stub.fn<int (*)(void**, void (*)(void*, int, uint32_t, const void*), void*)>("cuptiSubscribe");
-  ASSERT_EQ(subscribe(&other, nullptr, nullptr), 0);
   Tracer tracer(constant_power(100.0));
   ::testing::internal::CaptureStderr();
   ASSERT_TRUE(tracer.start());
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("NVTX ranges are off"), std::string::npos) << err;
-  EXPECT_NE(err.find("another CUPTI client"), std::string::npos) << err;
+  EXPECT_NE(err.find("NVTX ranges are off: NVTX_INJECTION64_PATH names /opt/nsight-systems/libToolsInjection64.so"),
+            std::string::npos)
+      << err;
+  EXPECT_STREQ(std::getenv("NVTX_INJECTION64_PATH"), "/opt/nsight-systems/libToolsInjection64.so");  // left alone
   const int64_t g = stub.gpu_now();
   stub.kernel("k", g + kMs, g + 2 * kMs, 1);
   stub.deliver();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   tracer.finish();
   EXPECT_EQ(row(tracer.last_report(), "k").calls, 1u);
-  stub.fn<int (*)(void*)>("cuptiUnsubscribe")(other);
+}
+
+TEST(Tracer, AnNvtxWithoutItsCallbackTableIsRefused) {
+  EXPECT_EQ(Tracer::install_nvtx(nullptr), 0);
+  EXPECT_EQ(Tracer::install_nvtx([](uint32_t) -> const void* { return nullptr; }), 0);
+  static const abi::NvtxExportTableCallbacks too_small{sizeof(size_t), nullptr};
+  EXPECT_EQ(Tracer::install_nvtx([](uint32_t) -> const void* { return &too_small; }), 0);
 }
 
 TEST(Tracer, TheBufferPoolIsBoundedAndCuptisDropsAreReported) {
@@ -379,14 +451,12 @@ TEST(Tracer, EveryCuptiSettingIsRead) {
     const TracerSettings s = TracerSettings::from_settings(v);
     return s.cupti_library != base.cupti_library || s.buffer_bytes != base.buffer_bytes ||
            s.max_buffers != base.max_buffers || s.nvtx != base.nvtx || s.discard != base.discard ||
-           s.flush_period_ns != base.flush_period_ns ||
-           s.profiler.event_delay_ns != 1'000'000'000 ||
+           s.flush_period_ns != base.flush_period_ns || s.profiler.event_delay_ns != 1'000'000'000 ||
            s.profiler.max_staged_events != base.profiler.max_staged_events;
   };
   const std::map<std::string, std::string> value = {
       {"CUPTI_LIB", "x.so"},         {"CUPTI_DELAY_MS", "50"}, {"CUPTI_BUFFER_KB", "64"}, {"CUPTI_MAX_BUFFERS", "8"},
-      {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"},      {"CUPTI_DISCARD", "1"},
-      {"CUPTI_FLUSH_MS", "0"}};
+      {"CUPTI_MAX_PENDING", "4096"}, {"CUPTI_NVTX", "0"},      {"CUPTI_DISCARD", "1"},    {"CUPTI_FLUSH_MS", "0"}};
   for (const SettingSpec& spec : setting_specs()) {
     if (!spec.name.starts_with("CUPTI_")) continue;
     ASSERT_TRUE(value.count(std::string(spec.name))) << spec.name << ": add a value to this test";

@@ -1,8 +1,8 @@
 #pragma once
 // The pieces of CUPTI's C ABI that dooly uses, declared here from CUPTI's documented layouts (CUDA 12/13,
 // CUPTI_API_VERSION 130001) so that dooly builds without the CUDA toolkit and loads libcupti with dlopen. The
-// stub library of the tests declares its own copy independently; tests/cupti/abi_check.cpp compares these with
-// the toolkit's headers where they are installed.
+// stub library of the tests declares its own copy independently; the NVTX part meets the real NVTX (the toolkit's
+// nvtx3 headers) in tests/cupti/injection_app.cpp where the headers are installed.
 //
 // Activity records are read by offset from the start of the record: the fields dooly reads sit in the part of
 // each record that has kept its place across versions (CUpti_ActivityKernel4..10, Memcpy5..6, Memset3..4).
@@ -26,20 +26,34 @@ inline constexpr int kKindConcurrentKernel = 10;
 
 inline constexpr uint32_t kFlushForced = 1;  // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
 
-// CUpti_CallbackDomain, and the NVTX callback ids dooly listens to (cupti_nvtx_cbid.h).
-inline constexpr int kDomainNvtx = 5;
-enum NvtxCbid : uint32_t {
-  kNvtxRangeStartA = 4,
-  kNvtxRangeStartEx = 6,
+// NVTX's injection interface (nvtx3/nvtxDetail/nvtxTypes.h, nvtxInit.h): NVTX loads the library that
+// NVTX_INJECTION64_PATH names, calls its InitializeInjectionNvtx2(getExportTable), and the library writes its own
+// functions into NVTX's per-module function tables. Each module's table is an array of pointers to NVTX's
+// function-pointer slots, indexed by the callback ids below (valid ids 1..size).
+using NvtxFunctionPointer = void (*)();
+using NvtxFunctionTable = NvtxFunctionPointer**;
+using NvtxGetExportTable = const void* (*)(uint32_t export_table_id);
+struct NvtxExportTableCallbacks {  // export table NVTX_ETID_CALLBACKS
+  size_t struct_size;
+  int (*GetModuleFunctionTable)(int module, NvtxFunctionTable* out_table, unsigned int* out_size);  // 1: found
+};
+inline constexpr uint32_t kNvtxEtidCallbacks = 1;
+inline constexpr int kNvtxModuleCore = 1, kNvtxModuleCore2 = 5;
+enum NvtxCoreCbid : unsigned {  // NVTX_CBID_CORE_*
+  kNvtxRangeStartEx = 4,
+  kNvtxRangeStartA = 5,
   kNvtxRangeEnd = 7,
-  kNvtxRangePushA = 8,
-  kNvtxRangePushEx = 10,
+  kNvtxRangePushEx = 8,
+  kNvtxRangePushA = 9,
   kNvtxRangePop = 11,
-  kNvtxDomainRangeStartEx = 31,
-  kNvtxDomainRangeEnd = 32,
-  kNvtxDomainRangePushEx = 33,
-  kNvtxDomainRangePop = 34,
-  kNvtxDomainRegisterStringA = 39,
+};
+enum NvtxCore2Cbid : unsigned {  // NVTX_CBID_CORE2_*
+  kNvtxDomainRangeStartEx = 2,
+  kNvtxDomainRangeEnd = 3,
+  kNvtxDomainRangePushEx = 4,
+  kNvtxDomainRangePop = 5,
+  kNvtxDomainRegisterStringA = 10,
+  kNvtxDomainCreateA = 12,
 };
 
 // Record prefixes: {offset, width} of each field read.
@@ -96,12 +110,7 @@ struct Activity {  // CUpti_Activity: every record starts with its kind
   int kind;
 };
 
-// Data passed to an NVTX callback (CUpti_NvtxData) and the NVTX argument blocks dooly reads.
-struct NvtxData {
-  const char* function_name;
-  const void* function_params;
-  const void* function_return_value;
-};
+// The NVTX argument dooly reads.
 struct NvtxEventAttributes {  // nvtxEventAttributes_t (version 2/3): the message is what dooly reads
   uint16_t version;
   uint16_t size;
@@ -119,8 +128,6 @@ static_assert(offsetof(NvtxEventAttributes, message_type) == 32 && offsetof(Nvtx
 
 using BufferRequested = void (*)(uint8_t** buffer, size_t* size, size_t* max_records);
 using BufferCompleted = void (*)(void* context, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid_size);
-using CallbackFunc = void (*)(void* userdata, int domain, uint32_t cbid, const void* cbdata);
-using SubscriberHandle = void*;
 
 // The functions, by the names dlsym finds.
 struct Api {
@@ -132,9 +139,6 @@ struct Api {
   Result (*cuptiActivityGetNextRecord)(uint8_t*, size_t, Activity**) = nullptr;
   Result (*cuptiActivityGetNumDroppedRecords)(void*, uint32_t, size_t*) = nullptr;
   Result (*cuptiGetTimestamp)(uint64_t*) = nullptr;
-  Result (*cuptiSubscribe)(SubscriberHandle*, CallbackFunc, void*) = nullptr;
-  Result (*cuptiEnableDomain)(uint32_t, SubscriberHandle, int) = nullptr;
-  Result (*cuptiUnsubscribe)(SubscriberHandle) = nullptr;
 };
 
 }  // namespace dooly::cupti::abi

@@ -41,9 +41,6 @@ std::string resolve_all(const power::DynamicLibrary& lib, abi::Api& api) {
   resolve(lib, api.cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord", missing);
   resolve(lib, api.cuptiActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords", missing);
   resolve(lib, api.cuptiGetTimestamp, "cuptiGetTimestamp", missing);
-  resolve(lib, api.cuptiSubscribe, "cuptiSubscribe", missing);
-  resolve(lib, api.cuptiEnableDomain, "cuptiEnableDomain", missing);
-  resolve(lib, api.cuptiUnsubscribe, "cuptiUnsubscribe", missing);
   return missing;
 }
 

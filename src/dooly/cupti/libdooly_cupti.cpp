@@ -1,6 +1,7 @@
 // libdooly_cupti.so: energy per kernel for any CUDA program, loaded by the CUDA driver through
-// CUDA_INJECTION64_PATH (no recompile). The driver calls InitializeInjection at cuInit; the report is written at
-// exit. Everything forwards to the tested Tracer; nothing here throws.
+// CUDA_INJECTION64_PATH (no recompile). The driver calls InitializeInjection at cuInit, NVTX calls
+// InitializeInjectionNvtx2; the report is written at exit. Everything forwards to the tested Tracer; nothing here
+// throws.
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -37,6 +38,12 @@ DOOLY_EXPORT int InitializeInjection(void) {
     }
   });
   return 1;
+}
+
+// NVTX's injection entry: NVTX_INJECTION64_PATH names this library (the tracer sets it at start), so each module
+// that uses NVTX calls this before its first range. 1: dooly's range functions are in that module's tables.
+DOOLY_EXPORT int InitializeInjectionNvtx2(dooly::cupti::abi::NvtxGetExportTable get) {
+  return dooly::cupti::Tracer::install_nvtx(get);
 }
 
 }  // extern "C"

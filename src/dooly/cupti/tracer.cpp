@@ -38,15 +38,11 @@ void on_buffer_completed(void* context, uint32_t stream, uint8_t* buffer, size_t
     return t->buffer_completed(context, stream, buffer, size, valid);
   std::free(buffer);  // a buffer handed out before the tracer finished
 }
-void on_callback(void* userdata, int domain, uint32_t cbid, const void* data) {
-  if (domain == abi::kDomainNvtx && userdata && data)
-    static_cast<Tracer*>(userdata)->nvtx_callback(cbid, static_cast<const abi::NvtxData*>(data));
-}
 
 using log::level_from_word;
 using log::one_line;
 
-// The file a loaded function lives in (the full path of libcupti, for NVTX_INJECTION64_PATH).
+// The file a loaded function lives in (libdooly_cupti.so's full path, for NVTX_INJECTION64_PATH).
 std::string file_of(const void* fn) {
   Dl_info info{};
   if (fn && dladdr(fn, &info) && info.dli_fname) return info.dli_fname;
@@ -139,7 +135,7 @@ void Tracer::start_locked() {
               "cuptiActivityRegisterCallbacks");
   profiler_->start();
   enable_activities();
-  if (settings_.nvtx) subscribe_nvtx();
+  if (settings_.nvtx) route_nvtx();
   start_flusher();
   active_.store(true, std::memory_order_release);
   std::string chans;
@@ -157,21 +153,27 @@ void Tracer::start_discarding() {
   log::info("DOOLY_CUPTI_DISCARD=1: collecting GPU records through {} and discarding them", lib_->file());
 }
 
-// NVTX ranges are a bonus: without them (another CUPTI subscriber holds the callbacks) kernels are still measured.
-void Tracer::subscribe_nvtx() {
-  const abi::Api& api = lib_->api();
-  abi::Result rc = api.cuptiSubscribe(&subscriber_, on_callback, this);
-  if (rc == abi::kSuccess) rc = api.cuptiEnableDomain(1, subscriber_, abi::kDomainNvtx);
-  if (rc != abi::kSuccess) {
-    log::warn("NVTX ranges are off: cuptiSubscribe failed: {} -- {}", lib_->describe(rc), fix_for(rc));
-    if (subscriber_) api.cuptiUnsubscribe(subscriber_);
-    subscriber_ = nullptr;
+Tracer* Tracer::attached() noexcept { return g_attached.load(std::memory_order_acquire); }
+
+// NVTX ranges are a bonus: without them (another tool is NVTX's injection) kernels are still measured. NVTX loads
+// the library NVTX_INJECTION64_PATH names at each module's first NVTX call; pointed here, it calls
+// InitializeInjectionNvtx2 (libdooly_cupti.cpp -> install_nvtx). A module whose first NVTX call came before this
+// (before the program's first CUDA call) has turned NVTX off for itself and gives no ranges.
+void Tracer::route_nvtx() {
+  const std::string self = file_of(reinterpret_cast<const void*>(&Tracer::install_nvtx));
+  const char* named = std::getenv("NVTX_INJECTION64_PATH");
+  if (named && *named && self != named) {
+    log::warn(
+        "NVTX ranges are off: NVTX_INJECTION64_PATH names {} (another tool receives them) -- unset it for "
+        "NVTX rows",
+        named);
     return;
   }
-  // NVTX hands its calls to the library this names; CUPTI then calls back. Set only when the user has not.
-  const std::string path = file_of(reinterpret_cast<const void*>(api.cuptiGetTimestamp));
-  if (!path.empty() && setenv("NVTX_INJECTION64_PATH", path.c_str(), 0) == 0)
-    log::info("NVTX ranges through {}", std::getenv("NVTX_INJECTION64_PATH"));
+  if (self.empty() || setenv("NVTX_INJECTION64_PATH", self.c_str(), 1) != 0) {
+    log::warn("NVTX ranges are off: cannot name this library in NVTX_INJECTION64_PATH");
+    return;
+  }
+  log::info("NVTX ranges through {}", self);
 }
 
 void Tracer::start_flusher() {
@@ -331,11 +333,6 @@ void Tracer::finish() noexcept {
     if (const abi::Result rc = api.cuptiActivityFlushAll(abi::kFlushForced); rc != abi::kSuccess)
       log::warn("cuptiActivityFlushAll failed: {} -- the last GPU records may be missing", lib_->describe(rc));
     for (int kind : {abi::kKindConcurrentKernel, abi::kKindMemcpy, abi::kKindMemset}) api.cuptiActivityDisable(kind);
-    if (subscriber_) {
-      api.cuptiEnableDomain(0, subscriber_, abi::kDomainNvtx);
-      api.cuptiUnsubscribe(subscriber_);
-      subscriber_ = nullptr;
-    }
     active_.store(false, std::memory_order_release);
     if (!profiler_) {  // discarding: nothing was measured
       log::info("DOOLY_CUPTI_DISCARD=1: {} activity buffers were used", buffers_made_);

@@ -1,7 +1,8 @@
 #pragma once
 // Any CUDA program, unmodified: kernels, memcpys and memsets from CUPTI's Activity API (device time stamps) and
-// NVTX ranges from CUPTI's NVTX callbacks, charged with the energy engine and reported like the Kokkos connector's
-// runs. libdooly_cupti.cpp is the thin extern "C" entry (InitializeInjection) over this class.
+// NVTX ranges through NVTX's own injection interface (dooly's functions in NVTX's tables: no CUPTI callbacks),
+// charged with the energy engine and reported like the Kokkos connector's runs. libdooly_cupti.cpp is the thin
+// extern "C" entry (InitializeInjection, InitializeInjectionNvtx2) over this class.
 //
 // Windows: each kernel / memcpy / memset is a nested window on its stream's track (streams serialise their work,
 // so one stream's windows never overlap; different streams' do, and the model mode's occupancy rows simply add
@@ -79,7 +80,12 @@ class Tracer {
   // CUPTI's callbacks (through the trampolines of the attached tracer).
   void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept;
   void buffer_completed(void* context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid_size) noexcept;
-  void nvtx_callback(uint32_t cbid, const abi::NvtxData* data) noexcept;
+
+  // NVTX's injection entry (InitializeInjectionNvtx2 of libdooly_cupti.so; NVTX calls it once per module that uses
+  // NVTX, before that module's first NVTX call): writes dooly's range functions into the module's tables. They
+  // report to the attached tracer while it is active and do nothing otherwise. 1: installed; 0: not an NVTX this
+  // build can read (NVTX then turns itself off for that module).
+  static int install_nvtx(abi::NvtxGetExportTable get) noexcept;
 
   const energy::Report& last_report() const noexcept { return report_; }
   const std::string& last_table() const noexcept { return table_; }
@@ -102,21 +108,21 @@ class Tracer {
 
   void start_locked();  // throws: set-up
   void start_discarding();
-  void subscribe_nvtx();
+  void route_nvtx();
   void enable_activities();
   void start_flusher();
   void stop_flusher() noexcept;
   void record(const GpuRecord& r);
   energy::KeyId key_of(const GpuRecord& r);
   uint32_t stream_track(const GpuRecord& r);
-  std::string nvtx_message(uint32_t cbid, const void* params);
-  std::string attribute_message(const abi::NvtxEventAttributes* a);
   bool begin_host_range(energy::KeyId key);
   void push_range(const std::string& name) noexcept;
   void pop_range() noexcept;
-  void start_range(uint64_t id, const std::string& name) noexcept;
+  uint64_t start_range(const std::string& name) noexcept;  // the range's id (0: not kept)
   void end_range(uint64_t id) noexcept;
   uint32_t host_track() noexcept;
+  friend struct NvtxEntry;  // tracer_nvtx.cpp: the functions NVTX calls
+  static Tracer* attached() noexcept;
   void add_stream_rows(energy::Report& report) const;
   std::optional<energy::RegionRow> stream_row(uint32_t track, const StreamKey& sk,
                                               const energy::ChannelReport& ch) const;
@@ -129,7 +135,6 @@ class Tracer {
   std::unique_ptr<Library> lib_;
   std::unique_ptr<energy::Profiler> profiler_;
   std::unique_ptr<GpuClock> clock_;
-  abi::SubscriberHandle subscriber_ = nullptr;
   std::atomic<bool> active_{false};
   bool finished_ = false;
   std::mutex finish_mu_;
@@ -159,9 +164,8 @@ class Tracer {
   uint64_t cupti_dropped_ = 0;
   int64_t first_gpu_ns_ = INT64_MAX, last_gpu_ns_ = INT64_MIN;
 
-  std::mutex nvtx_mu_;  // start/end ranges and registered strings
+  std::mutex nvtx_mu_;  // start/end ranges
   std::unordered_map<uint64_t, HostRange> open_ranges_;
-  std::unordered_map<const void*, std::string> registered_strings_;
   std::atomic<uint32_t> host_threads_{0};
   std::atomic<uint64_t> nvtx_ranges_{0};
 

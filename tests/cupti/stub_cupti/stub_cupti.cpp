@@ -1,8 +1,8 @@
 // A stub libcupti.so for tests: the CUPTI functions dooly uses, delivering activity buffers of recorded kernel,
-// memcpy and memset records through the client's real buffer callbacks, and NVTX calls through its real
-// subscriber callback. Its record layouts are written here from CUPTI's documented structs (CUpti_ActivityKernel10,
-// Memcpy6, Memset4), independently of dooly's offsets, so a slip on either side shows up as wrong values.
-// Tests drive it through the stub_cupti_* functions (found with dlsym in the same loaded copy).
+// memcpy and memset records through the client's real buffer callbacks. Its record layouts are written here from
+// CUPTI's documented structs (CUpti_ActivityKernel10, Memcpy6, Memset4), independently of dooly's offsets, so a slip on
+// either side shows up as wrong values. Tests drive it through the stub_cupti_* functions (found with dlsym in the same
+// loaded copy).
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -108,9 +108,6 @@ size_t record_size(int32_t kind) {
 std::mutex mu;
 RequestFn request_fn = nullptr;
 CompleteFn complete_fn = nullptr;
-CallbackFn callback_fn = nullptr;
-void* callback_user = nullptr;
-bool nvtx_enabled = false;
 std::set<int> enabled;
 std::vector<std::vector<uint8_t>> queued;  // records waiting for the next delivery, as bytes
 std::set<std::string> names;               // kernel names: their pointers stay valid, as CUPTI's do
@@ -118,7 +115,6 @@ int64_t clock_offset_ns = 1'000'000'000'000;
 size_t dropped_next = 0, dropped_total = 0;
 size_t incomplete_queued = 0;  // queued records with no end yet: a default flush holds them back, as CUPTI does
 int default_flushes = 0;       // cuptiActivityFlushAll(0) calls (the tracer's periodic flush)
-int subscribers = 0;
 
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -191,27 +187,6 @@ CUptiResult cuptiGetTimestamp(uint64_t* t) {
   *t = static_cast<uint64_t>(steady_ns() + clock_offset_ns);
   return 0;
 }
-CUptiResult cuptiSubscribe(void** handle, CallbackFn fn, void* user) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (subscribers > 0) return 39;  // CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-  ++subscribers;
-  callback_fn = fn;
-  callback_user = user;
-  *handle = &callback_fn;
-  return 0;
-}
-CUptiResult cuptiEnableDomain(uint32_t enable, void*, int domain) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (domain == 5) nvtx_enabled = enable != 0;
-  return 0;
-}
-CUptiResult cuptiUnsubscribe(void*) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (subscribers > 0) --subscribers;
-  callback_fn = nullptr;
-  return 0;
-}
-
 // --- test controls ---
 void stub_cupti_reset() {
   std::lock_guard<std::mutex> lock(mu);
@@ -220,7 +195,6 @@ void stub_cupti_reset() {
   default_flushes = 0;
   enabled.clear();
   dropped_next = dropped_total = 0;
-  nvtx_enabled = false;
 }
 int64_t stub_cupti_clock_offset() { return clock_offset_ns; }
 int stub_cupti_queued() {
@@ -326,24 +300,6 @@ int stub_cupti_deliver() {
   }
   return delivered;
 }
-// An NVTX call as CUPTI reports it to the subscriber: {function name, params, return value}.
-void stub_cupti_nvtx(uint32_t cbid, const void* params, const void* ret) {
-  CallbackFn fn;
-  void* user;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!nvtx_enabled) return;
-    fn = callback_fn;
-    user = callback_user;
-  }
-  struct {
-    const char* name;
-    const void* params;
-    const void* ret;
-  } data{"nvtx", params, ret};
-  if (fn) fn(user, 5, cbid, &data);
-}
-
 }  // extern "C"
 
 extern "C" {
