@@ -1,6 +1,11 @@
 """Simulates every live run in the given archives (scripts/gpu/live_validate.sh's live-<model>.tgz) with the settings
 the live run resolved, compares the two (dooly compare --json) and prints one table row per run: TTFT / TPOT / E2E
-per-request MAPE and median error, throughput and J per output token, live against simulated.
+per-request MAPE and median error, throughput and J per output token, live against simulated; then the scheduler
+check: the same run simulated again with the live run's own arrivals (a trace of when each request was submitted)
+and step durations (`dooly simulate --step-times`: each step takes the live step's time, to the next step's start),
+so that the simulated scheduler meets every arrival when the live engine did; its row gives the share of steps
+whose composition (requests, tokens, prefill tokens, decodes) matches the live step of the same index, and the
+first that does not.
 
   python3 scripts/analysis/compare_live.py data/live/h200/live-*.tgz [--db data/profile/h200.sqlite]
       [--dooly build/default/src/dooly/cli/dooly] [--out DIR (default: a temporary folder)] [--json summary.json]
@@ -29,6 +34,29 @@ def simulate_args(live: dict) -> list[str]:
     if slo:
         args += ["--slo", ",".join(f"{k.removesuffix('_s')}:{v * 1e3:g}" for k, v in slo.items())]
     return args
+
+
+def timing_files(live: dict, base: str) -> tuple[str, str]:
+    """The live run's arrivals as a trace (trace:FILE.jsonl) and its step durations (--step-times FILE): each step
+    lasts to the next one's start when the engine went straight on (a gap under 5 ms), else to its own end."""
+    trace, times = base + ".arrivals.jsonl", base + ".step-times.txt"
+    with open(trace, "w") as f:
+        for r in sorted(live["requests"], key=lambda r: r["arrival_s"]):
+            f.write(json.dumps({"id": r["id"], "arrival_s": r["arrival_s"], "prompt_tokens": r["prompt_tokens"],
+                                "output_tokens": r["requested_output_tokens"]}) + "\n")
+    steps = live["steps"]
+    with open(times, "w") as f:
+        f.write("# seconds a step, from the live run's steps\n")
+        for a, b in zip(steps, steps[1:] + [None]):
+            gap = b["start_s"] - a["end_s"] if b else None
+            f.write(f"{(b['start_s'] - a['start_s']) if gap is not None and gap < 0.005 else a['duration_s']:.9f}\n")
+    return trace, times
+
+
+def with_workload(args: list[str], workload: str) -> list[str]:
+    out = list(args)
+    out[out.index("--workload") + 1] = workload
+    return out
 
 
 def main(argv=None) -> int:
@@ -63,7 +91,20 @@ def main(argv=None) -> int:
                 if c.returncode != 0:
                     print(f"{name}: compare failed: {c.stderr.strip()[:300]}", file=sys.stderr)
                     continue
-                rows.append({"run": name, "compare": json.load(open(cmp_path))})
+                row = {"run": name, "compare": json.load(open(cmp_path))}
+                # The scheduler check: the live arrivals and step times.
+                trace, times = timing_files(live, os.path.join(out, name))
+                forced_sim, forced_cmp = (os.path.join(out, f"{name}.forced.{x}.json") for x in ("sim", "compare"))
+                f_sim = subprocess.run([args.dooly, "simulate", "--db", args.db,
+                                        *with_workload(simulate_args(live), f"trace:{trace}"), "--step-times", times,
+                                        "--out", forced_sim], capture_output=True, text=True)
+                f_cmp = subprocess.run([args.dooly, "compare", live_path, forced_sim, "--json", forced_cmp],
+                                       capture_output=True, text=True) if f_sim.returncode == 0 else f_sim
+                if f_cmp.returncode == 0:
+                    row["scheduler_check"] = json.load(open(forced_cmp))["steps"]
+                else:
+                    print(f"{name}: the scheduler check failed: {f_cmp.stderr.strip()[:300]}", file=sys.stderr)
+                rows.append(row)
     if not rows:
         return 1
     print(f"{'run':<40} {'TTFT MAPE':>9} {'med err':>8} {'TPOT MAPE':>9} {'med err':>8} {'E2E MAPE':>8} "
@@ -82,6 +123,15 @@ def main(argv=None) -> int:
         print(f"{r['run']:<40} {mape('ttft')} {med('ttft')} {mape('tpot')} {med('tpot')} {mape('e2e')} "
               f"{thr['live']:10.1f} {thr['sim']:7.1f} "
               + (f"{jl:10.3f} {js:6.3f} {100 * (js / jl - 1):+6.1f}%" if jl and js else "         -      -       -"))
+    print(f"\nscheduler check (live arrivals and step times): steps with the live step's composition")
+    print(f"{'run':<40} {'matching':>14} {'share':>7}  first mismatch")
+    for r in rows:
+        st = r.get("scheduler_check")
+        if not st:
+            continue
+        share = st["matching"] / st["compared"] if st["compared"] else float("nan")
+        print(f"{r['run']:<40} {st['matching']:>6}/{st['compared']:<7} {100 * share:6.1f}%  "
+              f"{st.get('first_mismatch') or '-'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"version": 1, "db": args.db, "runs": rows}, f, indent=1)

@@ -141,6 +141,46 @@ TEST(Simulator, ClosedLoopUsersSendAfterThinking) {
   }
 }
 
+// The scheduler check: the k-th step takes the k-th given duration, so arrivals meet the scheduler at the live
+// engine's step boundaries; the steps after the file's end take the cost model's price.
+TEST(Simulator, StepTimesSetEachStepsDurationInOrder) {
+  dooly::testing::TempDir dir;
+  // Two requests; the second arrives at 0.25 s: during step 1 with the given times (0.1 + 0.2 s), so it joins
+  // step 2; with the analytic model's few-ms steps it would wait for nothing and start earlier.
+  std::ofstream(dir.file("t.jsonl"))
+      << "{\"id\": \"a\", \"arrival_s\": 0.0, \"prompt_tokens\": 30, \"output_tokens\": 6}\n"
+         "{\"id\": \"b\", \"arrival_s\": 0.25, \"prompt_tokens\": 20, \"output_tokens\": 2}\n";
+  std::ofstream(dir.file("times.txt")) << "# seconds\n0.1\n\n0.2\n0.05 \n";
+  SimConfig c = config("trace:" + dir.file("t.jsonl"));
+  c.step_times = dir.file("times.txt");
+  auto sim = prepare(c, models_dir());
+  const SimResult r = run(*sim, nullptr, true);
+  const auto& steps = r.recorder.steps;
+  ASSERT_GE(steps.size(), 4u);
+  EXPECT_DOUBLE_EQ(steps[0].duration_s, 0.1);
+  EXPECT_DOUBLE_EQ(steps[1].duration_s, 0.2);
+  EXPECT_DOUBLE_EQ(steps[2].duration_s, 0.05);
+  EXPECT_DOUBLE_EQ(steps[2].t_s, 0.3);
+  EXPECT_EQ(steps[2].requests, 2);  // b (arrived at 0.25) is scheduled at 0.3
+  EXPECT_EQ(steps[2].prefill_tokens, 20);
+  EXPECT_LT(steps[3].duration_s, 0.05);  // past the file: the analytic model's price
+  EXPECT_NE(sim->cost->describe().find("steps past its end priced by the cost model"), std::string::npos)
+      << sim->cost->describe();
+  // Energy: the cost model's device energy within the step, idle power for the rest.
+  EXPECT_GE(steps[0].energy_j, sim->cost->idle_power_w() * (0.1 - steps[0].device_s) - 1e-9);
+
+  for (const auto& [text, want] :
+       std::vector<std::pair<std::string, std::string>>{{"0.1\nfast\n", "times.txt:2: 'fast' is not a step duration"},
+                                                        {"0.1 0.2\n", "times.txt:1: '0.1 0.2' is not a step duration"},
+                                                        {"-1\n", "times.txt:1: '-1' is not a step duration"},
+                                                        {"# none\n", "no durations in it"}}) {
+    std::ofstream(dir.file("times.txt")) << text;
+    EXPECT_NE(error_of(c).find(want), std::string::npos) << error_of(c);
+  }
+  c.step_times = dir.file("missing.txt");
+  EXPECT_NE(error_of(c).find("missing.txt: cannot open it"), std::string::npos);
+}
+
 TEST(Simulator, BadInputIsOneLineBeforeAnyWork) {
   SimConfig unknown = config();
   unknown.model = "no-such-model";

@@ -109,6 +109,10 @@ std::vector<Option> build() {
        [](SimConfig& c, const std::string& v) {
          c.cost = choice("cost", v, {"auto", "analytic", "store"});
        }},
+      {"step-times", "FILE",
+       "the scheduler check: the k-th step takes the k-th duration (seconds, one a line) of a live run, so the "
+       "scheduler meets its arrivals as the live engine did (docs/simulate.md)",
+       false, false, [](SimConfig& c, const std::string& v) { c.step_times = v; }},
       {"slo", "ttft:MS,tpot:MS", "goodput: requests meeting every SLO (ttft, tpot, e2e in ms)", false, false,
        [](SimConfig& c, const std::string& v) { c.slo = v; }},
       {"out", "FILE", "result.json: summary, every request, every step", true, false,

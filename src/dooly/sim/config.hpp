@@ -17,6 +17,7 @@ struct SimConfig {
   bool allow_missing = false;  // the store's unmeasured op signatures add nothing (flagged) instead of refusing
   std::string workload;        // sim/workload.hpp's grammar
   std::string slo;             // ttft:MS,tpot:MS[,e2e:MS]
+  std::string step_times;      // a live run's step durations: the scheduler check's timing (step_times_cost.hpp)
   std::string out;             // result.json
   std::string csv;             // per-request CSV
   std::string plot;            // SVG files' prefix

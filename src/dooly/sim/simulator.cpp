@@ -1,6 +1,7 @@
 #include "dooly/sim/simulator.hpp"
 
 #include "dooly/common/error.hpp"
+#include "dooly/sim/step_times_cost.hpp"
 
 namespace dooly::sim {
 
@@ -25,6 +26,9 @@ std::unique_ptr<Simulation> prepare(const SimConfig& config, const std::string& 
   cs.model = sim->model;
   cs.gpu = config.engine.gpu;
   sim->cost = make_cost_model(cs);
+  if (!config.step_times.empty())
+    sim->cost = std::make_unique<StepTimesCost>(std::move(sim->cost), StepTimesCost::read(config.step_times),
+                                                config.step_times);
   sim->requests = generate(sim->workload);
   sim->states.resize(sim->requests.size());
   for (size_t i = 0; i < sim->requests.size(); ++i) {

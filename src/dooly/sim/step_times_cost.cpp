@@ -1,0 +1,70 @@
+#include "dooly/sim/step_times_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "dooly/common/error.hpp"
+#include "dooly/common/utf8.hpp"
+
+namespace dooly::sim {
+
+std::vector<double> StepTimesCost::read(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    DOOLY_THROW(InputError,
+                "give the file of a live run's step durations (scripts/analysis/compare_live.py writes one)",
+                "--step-times {}: cannot open it", utf8::echo(path, 300));
+  std::vector<double> out;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    size_t used = 0;
+    double v = -1;
+    try {
+      v = std::stod(line.substr(first), &used);
+    } catch (...) {
+      used = 0;
+    }
+    const bool rest_blank = line.find_first_not_of(" \t\r", first + used) == std::string::npos;
+    if (used == 0 || !rest_blank || !std::isfinite(v) || v < 0)
+      DOOLY_THROW(InputError, "write one step duration in seconds (a number >= 0) a line",
+                  "{}:{}: '{}' is not a step duration", utf8::echo(path, 300), n, utf8::echo(line));
+    out.push_back(v);
+  }
+  if (out.empty())
+    DOOLY_THROW(InputError, "write one step duration in seconds a line", "--step-times {}: no durations in it",
+                utf8::echo(path, 300));
+  return out;
+}
+
+StepTimesCost::StepTimesCost(std::unique_ptr<CostModel> inner, std::vector<double> durations_s, std::string source)
+    : inner_(std::move(inner)), durations_s_(std::move(durations_s)), source_(std::move(source)) {}
+
+StepCost StepTimesCost::step(const plan::Composition& c, const StepShape& shape) const {
+  StepCost out = inner_->step(c, shape);
+  if (next_ >= durations_s_.size()) {
+    ++next_;
+    return out;  // past the live run: the wrapped model's price
+  }
+  // Every path's combination (engine.cpp) gives host_serial + device when the launch cost is 0.
+  const double d = durations_s_[next_++];
+  out.device_s = std::min(out.device_s, d);
+  out.host_serial_s = d - out.device_s;
+  out.host_launch_s = 0;
+  return out;
+}
+
+std::string StepTimesCost::describe() const {
+  const std::string beyond =
+      next_ > durations_s_.size()
+          ? fmt::format(", {} steps past its end priced by the cost model", next_ - durations_s_.size())
+          : std::string();
+  return fmt::format("step durations from {} ({} steps{}); energy: {}", source_, durations_s_.size(), beyond,
+                     inner_->describe());
+}
+
+}  // namespace dooly::sim
