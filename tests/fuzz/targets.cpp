@@ -16,6 +16,7 @@
 #include "dooly/power/replay/recorded_readings.hpp"
 #include "dooly/power/variorum/variorum_json.hpp"
 #include "dooly/sim/compare.hpp"
+#include "dooly/sim/step_times_cost.hpp"
 #include "dooly/sim/workload.hpp"
 #include "dooly/trace/model_config.hpp"
 #include "dooly/trace/trace.hpp"
@@ -154,6 +155,12 @@ int workload(const uint8_t* data, size_t size) {
   std::istringstream in(text);
   try {
     (void)sim::parse_trace(in, "fuzz.jsonl");
+  } catch (const InputError& e) {
+    check_one_line(e);
+  }
+  std::istringstream times(text);
+  try {
+    (void)sim::StepTimesCost::parse(times, "fuzz.txt");
   } catch (const InputError& e) {
     check_one_line(e);
   }

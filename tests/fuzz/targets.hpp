@@ -19,6 +19,7 @@ int store(const uint8_t* data, size_t size);          // store: a file of these 
 int grid(const uint8_t* data, size_t size);           // plan: JSON text -> parse_grid (dooly profile's grid file)
 int value_form(const uint8_t* data, size_t size);     // plan: a dimension's value form evaluated and its variables
 int result_json(const uint8_t* data, size_t size);    // sim: a result file (dooly live / simulate), compared
-int workload(const uint8_t* data, size_t size);       // sim: the first line as a workload spec, all as a JSONL trace
+int workload(const uint8_t* data, size_t size);  // sim: the first line as a workload spec, all as a JSONL trace and
+                                                 // as --step-times' durations
 
 }  // namespace dooly::fuzz

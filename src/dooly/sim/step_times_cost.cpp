@@ -17,6 +17,10 @@ std::vector<double> StepTimesCost::read(const std::string& path) {
     DOOLY_THROW(InputError,
                 "give the file of a live run's step durations (scripts/analysis/compare_live.py writes one)",
                 "--step-times {}: cannot open it", utf8::echo(path, 300));
+  return parse(in, path);
+}
+
+std::vector<double> StepTimesCost::parse(std::istream& in, const std::string& name) {
   std::vector<double> out;
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
@@ -32,12 +36,12 @@ std::vector<double> StepTimesCost::read(const std::string& path) {
     const bool rest_blank = line.find_first_not_of(" \t\r", first + used) == std::string::npos;
     if (used == 0 || !rest_blank || !std::isfinite(v) || v < 0)
       DOOLY_THROW(InputError, "write one step duration in seconds (a number >= 0) a line",
-                  "{}:{}: '{}' is not a step duration", utf8::echo(path, 300), n, utf8::echo(line));
+                  "{}:{}: '{}' is not a step duration", utf8::echo(name, 300), n, utf8::echo(line));
     out.push_back(v);
   }
   if (out.empty())
     DOOLY_THROW(InputError, "write one step duration in seconds a line", "--step-times {}: no durations in it",
-                utf8::echo(path, 300));
+                utf8::echo(name, 300));
   return out;
 }
 

@@ -6,6 +6,7 @@
 // step's duration) plus idle power for the rest. Steps past the file's end are priced by the wrapped model and
 // counted in describe().
 #include <cstddef>
+#include <istream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ class StepTimesCost final : public CostModel {
   // The durations file: one number of seconds a line (blank lines and lines starting with '#' skipped); an
   // InputError naming FILE:LINE for anything else, or for a file with no duration.
   static std::vector<double> read(const std::string& path);
+  static std::vector<double> parse(std::istream& in, const std::string& name);  // read's text; `name` in messages
 
   StepTimesCost(std::unique_ptr<CostModel> inner, std::vector<double> durations_s, std::string source);
   // One call per simulated step, in order (the engine models price each step once, when it starts).
