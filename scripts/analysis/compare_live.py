@@ -76,9 +76,11 @@ def main(argv=None) -> int:
             for m in members:
                 live = json.load(gzip.open(t.extractfile(m)))
                 name = m.name.removesuffix(".json.gz")
-                live_path = os.path.join(out, f"{name}.live.json")
-                sim_path = os.path.join(out, f"{name}.sim.json")
-                cmp_path = os.path.join(out, f"{name}.compare.json")
+                # Files by archive too: two archives may hold runs of the same name (two sessions).
+                stem = os.path.basename(archive).removesuffix(".tgz") + "__" + name
+                live_path = os.path.join(out, f"{stem}.live.json")
+                sim_path = os.path.join(out, f"{stem}.sim.json")
+                cmp_path = os.path.join(out, f"{stem}.compare.json")
                 with open(live_path, "w") as f:
                     json.dump(live, f)
                 sim = subprocess.run([args.dooly, "simulate", "--db", args.db, *simulate_args(live), "--out", sim_path],
@@ -93,15 +95,18 @@ def main(argv=None) -> int:
                     continue
                 row = {"run": name, "compare": json.load(open(cmp_path))}
                 # The scheduler check: the live arrivals and step times.
-                trace, times = timing_files(live, os.path.join(out, name))
-                forced_sim, forced_cmp = (os.path.join(out, f"{name}.forced.{x}.json") for x in ("sim", "compare"))
+                trace, times = timing_files(live, os.path.join(out, stem))
+                forced_sim, forced_cmp = (os.path.join(out, f"{stem}.forced.{x}.json") for x in ("sim", "compare"))
                 f_sim = subprocess.run([args.dooly, "simulate", "--db", args.db,
                                         *with_workload(simulate_args(live), f"trace:{trace}"), "--step-times", times,
                                         "--out", forced_sim], capture_output=True, text=True)
                 f_cmp = subprocess.run([args.dooly, "compare", live_path, forced_sim, "--json", forced_cmp],
                                        capture_output=True, text=True) if f_sim.returncode == 0 else f_sim
                 if f_cmp.returncode == 0:
-                    row["scheduler_check"] = json.load(open(forced_cmp))["steps"]
+                    forced = json.load(open(forced_cmp))
+                    row["scheduler_check"] = forced["steps"]
+                    row["energy_at_live_timing"] = {"request": forced["metrics"].get("energy"),
+                                                    "j_per_output_token": forced["j_per_output_token"]}
                 else:
                     print(f"{name}: the scheduler check failed: {f_cmp.stderr.strip()[:300]}", file=sys.stderr)
                 rows.append(row)
@@ -123,14 +128,20 @@ def main(argv=None) -> int:
         print(f"{r['run']:<40} {mape('ttft')} {med('ttft')} {mape('tpot')} {med('tpot')} {mape('e2e')} "
               f"{thr['live']:10.1f} {thr['sim']:7.1f} "
               + (f"{jl:10.3f} {js:6.3f} {100 * (js / jl - 1):+6.1f}%" if jl and js else "         -      -       -"))
-    print(f"\nscheduler check (live arrivals and step times): steps with the live step's composition")
-    print(f"{'run':<40} {'matching':>14} {'share':>7}  first mismatch")
+    print(f"\nscheduler check (live arrivals and step times): steps with the live step's composition, and the energy"
+          f" model at the live timing (per-request MAPE and median error, J per output token)")
+    print(f"{'run':<40} {'matching':>14} {'share':>7} {'E MAPE':>7} {'med err':>8} {'J/tok err':>9}  first mismatch")
     for r in rows:
         st = r.get("scheduler_check")
         if not st:
             continue
         share = st["matching"] / st["compared"] if st["compared"] else float("nan")
-        print(f"{r['run']:<40} {st['matching']:>6}/{st['compared']:<7} {100 * share:6.1f}%  "
+        e = r.get("energy_at_live_timing", {})
+        req, jt = e.get("request") or {}, e.get("j_per_output_token") or {}
+        mape = f"{100 * req['mape']:6.1f}%" if req.get("mape") is not None else "      -"
+        med = f"{100 * req['median_error']:+7.1f}%" if req.get("median_error") is not None else "       -"
+        jerr = f"{100 * (jt['sim'] / jt['live'] - 1):+8.1f}%" if jt.get("live") and jt.get("sim") else "        -"
+        print(f"{r['run']:<40} {st['matching']:>6}/{st['compared']:<7} {100 * share:6.1f}% {mape} {med} {jerr}  "
               f"{st.get('first_mismatch') or '-'}")
     if args.json:
         with open(args.json, "w") as f:
