@@ -70,6 +70,44 @@ TEST_F(FitterTest, StoredPredictorsPredictAsTheFittedOnes) {
   }
 }
 
+// A regression chosen for its error between the points may miss a measured point; anchored, the predictor returns
+// the measurement there, and the model everywhere else.
+TEST(Predictor, AnchorsReturnTheMeasuredValueAtAMeasuredPoint) {
+  SignatureData data;
+  data.quantities = {"KV_TOKS", "NUM_TOKS"};
+  Samples samples;
+  samples.dims = 2;
+  std::vector<double> x, y;
+  for (double kv : {1024.0, 4096.0, 16384.0})
+    for (double t : {1.0, 16.0, 64.0}) {
+      // A product law, except one irregular point (cuDNN at a padded shape).
+      const double v = kv == 16384.0 && t == 16.0 ? 9e-4 : 1e-8 * kv * t;
+      x.insert(x.end(), {kv, t});
+      y.push_back(v);
+    }
+  Domain domain = Domain::of_points(data.quantities, x, y.size());
+  // c0 + c1 KV + c2 T + c3 KV T, with only the product term.
+  Predictor p(domain, load_model(default_candidates(), "ls_product",
+                                 nlohmann::json::parse(R"({"dims": 2, "coef": [0, 0, 0, 1e-8]})")));
+  EXPECT_NEAR(p.predict(std::vector<double>{16384.0, 16.0}).value, 1e-8 * 16384 * 16, 1e-12);
+  p.anchor(x, y);
+  EXPECT_EQ(p.anchors(), 9u);
+  const Prediction at = p.predict(std::vector<double>{16384.0, 16.0});
+  EXPECT_DOUBLE_EQ(at.value, 9e-4);
+  EXPECT_FALSE(at.outside);
+  EXPECT_NEAR(p.predict(std::vector<double>{16384.0, 17.0}).value, 1e-8 * 16384 * 17, 1e-12);  // not measured
+  EXPECT_NEAR(p.predict(std::vector<double>{1024.0, 1.0}).value, 1e-8 * 1024, 1e-15);          // measured = model there
+  const Predictor copy = p;  // step models copy predictors: the anchors come along
+  EXPECT_DOUBLE_EQ(copy.predict(std::vector<double>{16384.0, 16.0}).value, 9e-4);
+  // An interpolating model passes through its points already: no anchors kept.
+  samples.x = x;
+  samples.y = y;
+  Predictor interp(domain, default_candidates().find("interp_linear")->fit(samples));
+  interp.anchor(x, y);
+  EXPECT_EQ(interp.anchors(), 0u);
+  EXPECT_NEAR(interp.predict(std::vector<double>{16384.0, 16.0}).value, 9e-4, 1e-15);
+}
+
 TEST_F(FitterTest, UnchangedPointsAreNotRefitted) {
   fit_store(db);
   db.database().execute("UPDATE predictors SET fitted_at_unix_s = 1");
