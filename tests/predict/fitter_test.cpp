@@ -77,21 +77,22 @@ TEST(Predictor, AnchorsReturnTheMeasuredValueAtAMeasuredPoint) {
   data.quantities = {"KV_TOKS", "NUM_TOKS"};
   Samples samples;
   samples.dims = 2;
-  std::vector<double> x, y;
+  std::vector<double> x, y, hw;
   for (double kv : {1024.0, 4096.0, 16384.0})
     for (double t : {1.0, 16.0, 64.0}) {
       // A product law, except one irregular point (cuDNN at a padded shape).
       const double v = kv == 16384.0 && t == 16.0 ? 9e-4 : 1e-8 * kv * t;
       x.insert(x.end(), {kv, t});
       y.push_back(v);
+      hw.push_back(0.01 * v);  // timed to 1 %
     }
   Domain domain = Domain::of_points(data.quantities, x, y.size());
   // c0 + c1 KV + c2 T + c3 KV T, with only the product term.
   Predictor p(domain, load_model(default_candidates(), "ls_product",
                                  nlohmann::json::parse(R"({"dims": 2, "coef": [0, 0, 0, 1e-8]})")));
   EXPECT_NEAR(p.predict(std::vector<double>{16384.0, 16.0}).value, 1e-8 * 16384 * 16, 1e-12);
-  p.anchor(x, y);
-  EXPECT_EQ(p.anchors(), 9u);
+  p.anchor(x, y, hw);
+  EXPECT_EQ(p.anchors(), 1u);  // the one point the model misses; the others agree with it within their 1 %
   const Prediction at = p.predict(std::vector<double>{16384.0, 16.0});
   EXPECT_DOUBLE_EQ(at.value, 9e-4);
   EXPECT_FALSE(at.outside);
@@ -103,9 +104,16 @@ TEST(Predictor, AnchorsReturnTheMeasuredValueAtAMeasuredPoint) {
   samples.x = x;
   samples.y = y;
   Predictor interp(domain, default_candidates().find("interp_linear")->fit(samples));
-  interp.anchor(x, y);
+  interp.anchor(x, y, hw);
   EXPECT_EQ(interp.anchors(), 0u);
   EXPECT_NEAR(interp.predict(std::vector<double>{16384.0, 16.0}).value, 9e-4, 1e-15);
+  // A noisy point (the engine's host time: a wide spread over steps) within its spread of the model is not anchored.
+  Predictor noisy(domain, load_model(default_candidates(), "ls_product",
+                                     nlohmann::json::parse(R"({"dims": 2, "coef": [0, 0, 0, 1e-8]})")));
+  std::vector<double> wide = hw;
+  wide[7] = 2e-3;  // the irregular point's interval covers the model's 2.6e-3
+  noisy.anchor(x, y, wide);
+  EXPECT_EQ(noisy.anchors(), 0u);
 }
 
 TEST_F(FitterTest, UnchangedPointsAreNotRefitted) {

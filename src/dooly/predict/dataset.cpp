@@ -1,6 +1,9 @@
 #include "dooly/predict/dataset.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -16,7 +19,8 @@ namespace {
 
 constexpr std::string_view kSelect =
     "SELECT signature_id, point_key, latency_mean_s, energy_j, is_prefill, batch, prefill_chunk, "
-    "coalesce(json_extract(extra_json, '$.grid_sha256'), '') FROM measurements "
+    "coalesce(json_extract(extra_json, '$.grid_sha256'), ''), latency_std_s, repetitions, energy_hw_j FROM "
+    "measurements "
     "WHERE provenance_id = :prov AND status = 'ok' AND point_key <> ''";
 
 // A key's bindings in key order (the keys are canonical: sorted); throws InputError for a key that is not an
@@ -84,6 +88,8 @@ std::vector<SignatureData> read(store::Store& store, int64_t provenance_id, std:
     m.prefill_chunk = select.column_int64(6);
     p.kind = point_kind(m);
     p.grid_sha256 = select.column_text(7);
+    p.latency_hw_s = 1.96 * select.column_double(8) / std::sqrt(std::max<double>(1, select.column_double(9)));
+    p.energy_hw_j = select.column_optional_double(10);
     rows.emplace_back(bindings(p.key), std::move(p));
   }
   if (!out.empty()) finish(out.back(), rows);
@@ -131,6 +137,7 @@ TargetPoints target_points(const SignatureData& data, store::PredictorTarget tar
     t.x.insert(t.x.end(), p.x.begin(), p.x.end());
     t.y.push_back(y);
     t.kinds.push_back(p.kind);
+    t.hw.push_back(energy ? p.energy_hw_j.value_or(0.0) : p.latency_hw_s);
     t.from.push_back(&p);
   }
   return t;

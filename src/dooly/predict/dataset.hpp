@@ -29,6 +29,8 @@ struct MeasuredPoint {
   std::vector<double> x;  // its bindings, in SignatureData::quantities order
   double latency_s = 0;
   std::optional<double> energy_j;
+  double latency_hw_s = 0;            // half-width of the 95 % interval of latency_s (1.96 std / sqrt(repetitions))
+  std::optional<double> energy_hw_j;  // the same for energy_j, as measured; absent when not known
   PointKind kind = PointKind::other;
   std::string grid_sha256;  // extra_json.grid_sha256, '' when not recorded
 };
@@ -51,6 +53,7 @@ struct TargetPoints {
   std::vector<double> x;
   std::vector<double> y;
   std::vector<PointKind> kinds;
+  std::vector<double> hw;  // each value's 95 % half-width (0: not known)
   std::vector<const MeasuredPoint*> from;
   size_t rows() const noexcept { return y.size(); }
 };

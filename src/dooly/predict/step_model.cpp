@@ -167,7 +167,8 @@ class StepModelLoader {
         p = fit_target(data, target)->predictor;
         ++m_.fitted_at_load_;
       }
-      p->anchor(points.x, points.y);  // a step at a measured point (a graph's padded shape) gets the measurement
+      p->anchor(points.x, points.y,
+                points.hw);  // a step at a measured point (a graph's padded shape) gets the measurement
       index = m_.predictors_.size();
       m_.predictors_.push_back(std::move(*p));
     }
