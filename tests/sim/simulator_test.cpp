@@ -169,11 +169,11 @@ TEST(Simulator, StepTimesSetEachStepsDurationInOrder) {
   // Energy: the cost model's device energy within the step, idle power for the rest.
   EXPECT_GE(steps[0].energy_j, sim->cost->idle_power_w() * (0.1 - steps[0].device_s) - 1e-9);
 
-  for (const auto& [text, want] :
-       std::vector<std::pair<std::string, std::string>>{{"0.1\nfast\n", "times.txt:2: 'fast' is not a step duration"},
-                                                        {"0.1 0.2\n", "times.txt:1: '0.1 0.2' is not a step duration"},
-                                                        {"-1\n", "times.txt:1: '-1' is not a step duration"},
-                                                        {"# none\n", "no durations in it"}}) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
+           {"0.1\nfast\n", "times.txt:2: the step duration (seconds) is 'fast', not a finite number"},
+           {"0.1 0.2\n", "times.txt:1: the step duration (seconds) is '0.1 0.2', not a finite number"},
+           {"-1\n", "times.txt:1: the step duration (seconds) is -1, outside [0, 86400]"},
+           {"# none\n", "no durations in it"}}) {
     std::ofstream(dir.file("times.txt")) << text;
     EXPECT_NE(error_of(c).find(want), std::string::npos) << error_of(c);
   }

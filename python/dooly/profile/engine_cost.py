@@ -38,8 +38,8 @@ TINY_WORKLOADS = {  # CPU tests: the same kinds in seconds
 
 def host_s(t: dict) -> float:
     """The step's host time: its wall time less what it spent waiting for the device (sync_s beyond the copy). The
-    wall time is the untimed pass's where there is one (`untimed_step_s`: the phase timer's own wrappers and events
-    cost time on the host), the timed pass's otherwise; the wait is the timed pass's."""
+    wall time is the untimed pass's where there is one (`untimed_step_s`: measured as `dooly live` measures a serving
+    step), the timed pass's otherwise; the wait is the timed pass's."""
     wall = t.get("untimed_step_s", t["step_s"])
     if "device_s" in t:
         wait = max(0.0, t["device_s"] - t["launch_s"])
@@ -112,9 +112,9 @@ COMPOSITION = ("num_tokens", "num_requests", "num_prefill_tokens", "num_decode_r
 
 def untimed_walls(eng, requests, in_thread: bool) -> list[tuple[float, tuple]] | None:
     """The requests served once more with no phase timer: each step's wall time (prepare_next_batch's start to
-    update_batch's end, as dooly live records a serving step) and its (kind, tokens, requests). On the H200 the
-    timed pass's eager steps (engine thread) took 79 ms where untimed ones took 62-67 and live steps 65-72
-    (docs/results/2026-12-04-h200-live-validation.md); the timed pass keeps the phase split and the device's wait."""
+    update_batch's end, as dooly live records a serving step) and its (kind, tokens, requests); the timed pass keeps
+    the phase split and the device's wait. On the H200 the two passes agree within the host's noise (docs/engine-hf.md,
+    "Which thread the loop runs in matters")."""
     from ..live.step_recorder import StepRecorder
 
     rec = StepRecorder(eng._manager.batch_processor, None)

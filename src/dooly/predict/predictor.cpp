@@ -21,8 +21,7 @@ Predictor Predictor::from_record(const store::PredictorRecord& record, const Can
 }
 
 void Predictor::anchor(std::span<const double> x, std::span<const double> y, std::span<const double> hw) {
-  const std::string_view name = model_->name();
-  if (name == "interp_linear" || name == "interp_loglog" || y.empty()) return;  // through the points already
+  if (y.empty()) return;
   const size_t dims = domain_.dims(), free_dims = domain_.free_dims();
   if (x.size() != y.size() * dims || hw.size() != y.size())
     DOOLY_THROW(InputError, "this is a dooly bug: report it",

@@ -41,8 +41,8 @@ class Predictor {
   // Anchors the predictor at the measured points the model misses by more than their own precision: x row-major
   // over domain().quantities() (as predict takes them), y the measured values, hw their 95 % half-widths (0: exact;
   // points at the same free coordinates are averaged). A precise point the model misses (a unit timed to 1 %) is
-  // anchored; a noisy one within its spread of the model (the engine's host time per step) is not. Skipped for
-  // models that interpolate (they pass through the points already). Call before sharing copies.
+  // anchored; a noisy one within its spread of the model (the engine's host time per step) is not, nor any point of
+  // a model that interpolates (it passes through its points). Call before sharing copies.
   void anchor(std::span<const double> x, std::span<const double> y, std::span<const double> hw);
   size_t anchors() const noexcept { return anchors_ ? anchors_->y.size() : 0; }
 

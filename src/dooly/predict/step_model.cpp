@@ -167,8 +167,8 @@ class StepModelLoader {
         p = fit_target(data, target)->predictor;
         ++m_.fitted_at_load_;
       }
-      p->anchor(points.x, points.y,
-                points.hw);  // a step at a measured point (a graph's padded shape) gets the measurement
+      // A step at a measured point (a CUDA graph's padded shape is a grid point) gets the measurement there.
+      p->anchor(points.x, points.y, points.hw);
       index = m_.predictors_.size();
       m_.predictors_.push_back(std::move(*p));
     }

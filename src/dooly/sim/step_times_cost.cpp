@@ -1,12 +1,13 @@
 #include "dooly/sim/step_times_cost.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "dooly/common/error.hpp"
+#include "dooly/common/line_reader.hpp"
 #include "dooly/common/utf8.hpp"
 
 namespace dooly::sim {
@@ -21,23 +22,15 @@ std::vector<double> StepTimesCost::read(const std::string& path) {
 }
 
 std::vector<double> StepTimesCost::parse(std::istream& in, const std::string& name) {
+  constexpr double kMaxStepS = 86'400;  // a day: anything longer is not a step
   std::vector<double> out;
   std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    size_t used = 0;
-    double v = -1;
-    try {
-      v = std::stod(line.substr(first), &used);
-    } catch (...) {
-      used = 0;
-    }
-    const bool rest_blank = line.find_first_not_of(" \t\r", first + used) == std::string::npos;
-    if (used == 0 || !rest_blank || !std::isfinite(v) || v < 0)
-      DOOLY_THROW(InputError, "write one step duration in seconds (a number >= 0) a line",
-                  "{}:{}: '{}' is not a step duration", utf8::echo(name, 300), n, utf8::echo(line));
-    out.push_back(v);
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    std::string_view text(line);
+    const size_t first = text.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || text[first] == '#') continue;
+    text = text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+    out.push_back(LineReader(name, n).real(text, "the step duration (seconds)", 0, kMaxStepS));
   }
   if (out.empty())
     DOOLY_THROW(InputError, "write one step duration in seconds a line", "--step-times {}: no durations in it",

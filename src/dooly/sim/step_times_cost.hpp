@@ -17,8 +17,8 @@ namespace dooly::sim {
 
 class StepTimesCost final : public CostModel {
  public:
-  // The durations file: one number of seconds a line (blank lines and lines starting with '#' skipped); an
-  // InputError naming FILE:LINE for anything else, or for a file with no duration.
+  // The durations file: one number of seconds a line, in [0, a day] (blank lines and lines starting with '#'
+  // skipped); an InputError naming FILE:LINE for anything else (common/line_reader.hpp), or for a file with none.
   static std::vector<double> read(const std::string& path);
   static std::vector<double> parse(std::istream& in, const std::string& name);  // read's text; `name` in messages
 
