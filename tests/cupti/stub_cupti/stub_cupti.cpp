@@ -15,7 +15,6 @@ extern "C" {
 typedef int CUptiResult;
 typedef void (*RequestFn)(uint8_t**, size_t*, size_t*);
 typedef void (*CompleteFn)(void*, uint32_t, uint8_t*, size_t, size_t);
-typedef void (*CallbackFn)(void*, int, uint32_t, const void*);
 }
 
 namespace {
