@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "brute_nnls.hpp"
 #include "dooly/energy/model_fit.hpp"
@@ -19,8 +20,10 @@ class Trace {
  public:
   bool add(int64_t t, double p) {
     if (!t_.empty() && t <= t_.back()) return false;
-    if (!t_.empty()) e_.push_back(e_.back() + 0.5 * (p_.back() + p) * static_cast<double>(t - t_.back()) * 1e-9);
-    else e_.push_back(0.0);
+    if (!t_.empty())
+      e_.push_back(e_.back() + 0.5 * (p_.back() + p) * static_cast<double>(t - t_.back()) * 1e-9);
+    else
+      e_.push_back(0.0);
     t_.push_back(t);
     p_.push_back(p);
     return true;
@@ -112,8 +115,8 @@ std::vector<size_t> block_sizes(size_t n) {
 }
 
 struct Model {
-  std::vector<KeyId> keys;                   // column - 1 -> key
-  std::vector<std::vector<double>> rows;     // per reading: shares per column (0: the intercept, 1)
+  std::vector<KeyId> keys;                // column - 1 -> key
+  std::vector<std::vector<double>> rows;  // per reading: shares per column (0: the intercept, 1)
   std::vector<double> y;
 };
 
@@ -328,10 +331,59 @@ class Reference {
     return occ;
   }
 
+  // Readings whose (given) window holds device windows that overlap each other: set aside for the split, out of
+  // the fit. Per reading: calls of each device window in the window and the span before it (each window counted
+  // by the share of its own duration inside), and per key its time and calls in the reading's slice (the time
+  // since the channel's previous reading, at most two update periods or a window).
+  struct Aside {
+    double power_w;
+    int64_t slice_ns, span_ns;
+    std::map<KeyId, double> calls;
+  };
+  void set_aside(size_t c) {
+    const power::Channel& ch = run_.channels[c];
+    aside_.resize(n_);
+    slices_.resize(n_);
+    concurrent_.resize(n_);
+    int64_t prev = INT64_MIN;
+    for (const power::Reading& r : in_run_[c]) {
+      const int64_t since = prev == INT64_MIN ? ch.sensor.update_ns : r.t_ns - prev;
+      prev = r.t_ns;
+      const int64_t w = r.window_ns >= 0 ? r.window_ns : ch.sensor.window_ns, b = r.t_ns - ch.sensor.delay_ns;
+      std::vector<std::pair<int64_t, int64_t>> spans;
+      for (const Segment& g : segments_)
+        if (g.device >= 0 && relevant(c, g.device) && std::min(b, g.t1) > std::max(b - w, g.t0))
+          spans.emplace_back(std::max(b - w, g.t0), std::min(b, g.t1));
+      std::sort(spans.begin(), spans.end());
+      bool overlap = false;
+      for (size_t i = 1; i < spans.size(); ++i)
+        for (size_t j = 0; j < i; ++j) overlap |= spans[i].first < spans[j].second;
+      const bool aside = run_.split_overlaps && w > 0 && overlap;
+      concurrent_[c].push_back(aside);
+      if (!aside) continue;
+      const int64_t slice = std::clamp<int64_t>(since, 0, std::max<int64_t>(2 * ch.sensor.update_ns, w));
+      Aside a{r.power_w, slice, w + run_.split_span_ns, {}};
+      for (const Segment& g : segments_) {
+        if (g.device < 0 || !relevant(c, g.device)) continue;
+        const double d = static_cast<double>(g.t1 - g.t0);
+        const int64_t in = std::min(b, g.t1) - std::max(b - a.span_ns, g.t0);
+        if (in > 0) a.calls[g.key] += static_cast<double>(in) / d;
+        const int64_t in_slice = std::min(b, g.t1) - std::max(b - slice, g.t0);
+        if (in_slice > 0) {
+          slices_[c][g.key].first += in_slice;
+          slices_[c][g.key].second += static_cast<double>(in_slice) / d;
+        }
+      }
+      if (!a.calls.empty()) aside_[c].push_back(a);
+    }
+  }
+
   Model model_of(size_t c, const Setting& s, std::vector<double>* quiet) const {
     Model m;
     std::map<KeyId, size_t> col;
+    size_t i = 0;
     for (const power::Reading& r : in_run_[c]) {
+      if (concurrent_[c][i++]) continue;
       const int64_t w = r.window_ns >= 0 ? r.window_ns : s.window;
       const auto occ = occupancy(c, w, r.t_ns - s.delay);
       if (quiet && occ.empty()) quiet->push_back(r.power_w);
@@ -364,6 +416,7 @@ class Reference {
     cr.samples_dropped = dropped_[c];
     std::vector<double> quiet;
     const std::vector<Setting> settings = settings_of(run_.channels[c], run_.sensor_check);
+    set_aside(c);
     const Model m = model_of(c, settings[0], &quiet);
     baseline(c, quiet, cr);
     conservation(c, cr);
@@ -478,13 +531,105 @@ class Reference {
     return hw;
   }
 
-  // The row's energy and J/call weights on the coefficients of model m.
-  std::pair<Eigen::VectorXd, Eigen::VectorXd> weights(const RegionRow& r, const Model& m) const {
+  double innermost_s(KeyId key, size_t c) const {
+    auto it = totals_.find({key, c});
+    return it == totals_.end() ? 0.0 : static_cast<double>(it->second.excl_ns) * 1e-9;
+  }
+
+  // The split at coefficients beta of model m: per key, its share of the set-aside readings' energy above the
+  // floor, in proportion to calls x J/call alone (fitted power x mean duration, for a column with at least three
+  // readings' worth of occupancy; the others' J/call fitted on the set-aside readings, the rest held fixed), or
+  // by time (calls x mean duration) where no kernel of a reading draws anything; then divided by the key's
+  // innermost time (a rate, W).
+  std::map<KeyId, double> split_rates(size_t c, const Model& m, const Eigen::VectorXd& beta) const {
+    std::map<KeyId, double> j, energy;
+    std::map<KeyId, int> unknown;
+    auto mean_duration = [&](KeyId key) {
+      auto it = totals_.find({key, c});
+      return it == totals_.end() || !it->second.calls
+                 ? 0.0
+                 : static_cast<double>(it->second.excl_ns) * 1e-9 / static_cast<double>(it->second.calls);
+    };
+    for (const Aside& a : aside_[c])
+      for (const auto& [key, calls] : a.calls) {
+        if (j.count(key) || unknown.count(key)) continue;
+        const auto it = std::find(m.keys.begin(), m.keys.end(), key);
+        double occupancy = 0;
+        const size_t col = static_cast<size_t>(it - m.keys.begin()) + 1;
+        if (it != m.keys.end())
+          for (const auto& row : m.rows) occupancy += col < row.size() ? row[col] : 0.0;
+        if (it != m.keys.end() && occupancy >= 3.0)
+          j[key] = beta(static_cast<int>(col)) * mean_duration(key);
+        else
+          unknown.emplace(key, static_cast<int>(unknown.size()));
+      }
+    auto above = [&](const Aside& a) {
+      return std::max(0.0, a.power_w - beta(0)) * static_cast<double>(a.slice_ns) * 1e-9;
+    };
+    if (!unknown.empty()) {
+      const auto u = static_cast<int>(unknown.size());
+      Eigen::MatrixXd g = Eigen::MatrixXd::Zero(u, u);
+      Eigen::VectorXd h = Eigen::VectorXd::Zero(u);
+      for (const Aside& a : aside_[c]) {
+        Eigen::VectorXd x = Eigen::VectorXd::Zero(u);
+        double y = above(a) * static_cast<double>(a.span_ns) / static_cast<double>(std::max<int64_t>(1, a.slice_ns));
+        for (const auto& [key, calls] : a.calls) {
+          if (auto it = unknown.find(key); it != unknown.end())
+            x(it->second) += calls;
+          else
+            y -= j.at(key) * calls;
+        }
+        g += x * x.transpose();
+        h += x * y;
+      }
+      bool determined = aside_[c].size() >= 2 * unknown.size() + 2;
+      Eigen::MatrixXd gr = g;
+      gr.diagonal().array() += 1e-10 * std::max(1.0, g.diagonal().mean());
+      const Eigen::MatrixXd inv = gr.inverse();
+      for (int i = 0; i < u; ++i) determined &= g(i, i) > 0 && 1.0 / inv(i, i) >= 1e-4 * g(i, i);
+      const Eigen::VectorXd b = determined ? brute_force_nnls(g, h) : Eigen::VectorXd();
+      for (const auto& [key, i] : unknown) j[key] = determined ? b(i) : std::nan("");
+    }
+    for (const Aside& a : aside_[c]) {
+      std::map<KeyId, double> w;
+      double total = 0;
+      for (const auto& [key, calls] : a.calls) total += w[key] = calls * j.at(key);
+      if (!(total > 0)) {
+        total = 0;
+        for (const auto& [key, calls] : a.calls) total += w[key] = calls * mean_duration(key);
+      }
+      if (total <= 0) continue;
+      for (const auto& [key, x] : w) energy[key] += above(a) * x / total;
+    }
+    std::map<KeyId, double> rate;
+    for (const auto& [key, e] : energy)
+      if (const double t = innermost_s(key, c); t > 0) rate[key] = e / t;
+    return rate;
+  }
+  // Per key: the share of its innermost time in set-aside slices.
+  std::map<KeyId, double> phi(size_t c) const {
+    std::map<KeyId, double> p;
+    for (const auto& [key, st] : slices_[c])
+      if (const double t = innermost_s(key, c); t > 0) p[key] = std::min(1.0, static_cast<double>(st.first) * 1e-9 / t);
+    return p;
+  }
+  double split_energy(const RegionRow& r, const std::map<KeyId, double>& rate) const {
+    double e = 0;
+    for (const auto& [key, x] : rate) e += x * static_cast<double>(overlap(row_keys_.at(r.name), key)) * 1e-9;
+    return e;
+  }
+
+  // The row's energy and J/call weights on the coefficients of model m (each column's time outside set-aside
+  // slices, where the split's energy replaces power x time).
+  std::pair<Eigen::VectorXd, Eigen::VectorXd> weights(const RegionRow& r, const Model& m, size_t c) const {
     const int k = static_cast<int>(m.keys.size());
+    const std::map<KeyId, double> p = phi(c);
     Eigen::VectorXd energy = Eigen::VectorXd::Zero(k + 1), jpc = Eigen::VectorXd::Zero(k + 1);
     energy(0) = r.time_s;
     for (int i = 1; i <= k; ++i) {
-      energy(i) = static_cast<double>(overlap(row_keys_.at(r.name), m.keys[static_cast<size_t>(i) - 1])) * 1e-9;
+      const KeyId key = m.keys[static_cast<size_t>(i) - 1];
+      energy(i) = static_cast<double>(overlap(row_keys_.at(r.name), key)) * 1e-9;
+      if (auto it = p.find(key); it != p.end()) energy(i) *= 1.0 - it->second;
       jpc(i) = energy(i) / static_cast<double>(r.calls);
     }
     return {energy, jpc};
@@ -500,11 +645,29 @@ class Reference {
     cr.fit.intercept_w = f.beta(0);
     cr.fit.residual_rms_w = std::sqrt(f.rss / static_cast<double>(n));
     cr.fit.interval_blocks = f.replicates.size();
+    cr.fit.concurrent_readings = aside_[c].size();
+    const std::map<KeyId, double> rate = split_rates(c, m, f.beta);
+    std::vector<std::map<KeyId, double>> rate_reps;
+    for (const auto& b : f.replicates) rate_reps.push_back(split_rates(c, m, b));
+    // The row's model J/call at a fit: its weights (floor excluded) and its split energy, per call.
+    auto jpc_of = [&](const RegionRow& r, const Model& mm, const Eigen::VectorXd& beta,
+                      const std::map<KeyId, double>& rt) {
+      return weights(r, mm, c).second.dot(beta) + split_energy(r, rt) / static_cast<double>(r.calls);
+    };
     for (RegionRow& r : cr.rows) {
-      const auto [we, wj] = weights(r, m);
-      r.model_energy_j = we.dot(f.beta);
+      const auto [we, wj] = weights(r, m, c);
+      r.model_energy_j = we.dot(f.beta) + split_energy(r, rate);
       r.model_energy_hw_j = half_width(f, we);
       r.model_j_per_call_hw_j = half_width(f, wj);
+      if (rate_reps.size() >= 2) {  // the split's part: a jackknife over the same replicates
+        const double nb = static_cast<double>(rate_reps.size());
+        double mean = 0, ss = 0;
+        for (const auto& rr : rate_reps) mean += split_energy(r, rr) / nb;
+        for (const auto& rr : rate_reps) ss += (split_energy(r, rr) - mean) * (split_energy(r, rr) - mean);
+        const double hw = t_quantile_95(static_cast<int>(rate_reps.size()) - 1) * std::sqrt((nb - 1) / nb * ss);
+        r.model_energy_hw_j = std::hypot(*r.model_energy_hw_j, hw);
+        r.model_j_per_call_hw_j = std::hypot(*r.model_j_per_call_hw_j, hw / static_cast<double>(r.calls));
+      }
       for (size_t i = 0; i < k; ++i)
         if (m.keys[i] == row_keys_.at(r.name)) {
           Eigen::VectorXd u = Eigen::VectorXd::Zero(static_cast<int>(k) + 1);
@@ -513,8 +676,8 @@ class Reference {
           r.model_power_hw_w = half_width(f, u);
         }
     }
-    // The sensor check: each neighbouring setting's fit, from its own occupancies; the largest move of each row's
-    // figures joins its interval in quadrature.
+    // The sensor check: each neighbouring setting's fit, from its own occupancies (the same readings set aside);
+    // the largest move of each row's figures joins its interval in quadrature.
     cr.sensor_check.done = settings.size() > 1;
     cr.sensor_check.given = {settings[0].window, settings[0].delay, true, cr.fit.residual_rms_w, 0};
     std::vector<double> move_j(cr.rows.size(), 0.0), move_e(cr.rows.size(), 0.0), move_p(cr.rows.size(), 0.0);
@@ -524,14 +687,16 @@ class Reference {
       SensorSettingFit sf{settings[i].window, settings[i].delay, false, 0, 0};
       if (mv.rows.size() >= mv.keys.size() + 2) {
         const Fitted fv = fit_model(mv, false);
+        const std::map<KeyId, double> rv = split_rates(c, mv, fv.beta);
         sf.fitted = true;
         sf.residual_rms_w = std::sqrt(fv.rss / static_cast<double>(mv.rows.size()));
         for (size_t r = 0; r < cr.rows.size(); ++r) {
           const RegionRow& row = cr.rows[r];
-          const double moved = std::fabs(weights(row, mv).second.dot(fv.beta) - weights(row, m).second.dot(f.beta));
+          const double moved = std::fabs(jpc_of(row, mv, fv.beta, rv) - jpc_of(row, m, f.beta, rate));
           if (moved > *row.model_j_per_call_hw_j) ++sf.rows_moved;
           move_j[r] = std::max(move_j[r], moved);
-          move_e[r] = std::max(move_e[r], std::fabs(weights(row, mv).first.dot(fv.beta) - *row.model_energy_j));
+          move_e[r] = std::max(move_e[r], std::fabs(weights(row, mv, c).first.dot(fv.beta) + split_energy(row, rv) -
+                                                    *row.model_energy_j));
           for (size_t j = 0; j < mv.keys.size(); ++j)
             if (mv.keys[j] == row_keys_.at(row.name) && row.model_power_w)
               move_p[r] = std::max(move_p[r], std::fabs(fv.beta(static_cast<int>(j) + 1) - *row.model_power_w));
@@ -549,8 +714,7 @@ class Reference {
       row.model_j_per_call_hw_j = std::hypot(*row.model_j_per_call_hw_j, move_j[r]);
       row.model_energy_hw_j = std::hypot(*row.model_energy_hw_j, move_e[r]);
       if (row.model_power_hw_w) row.model_power_hw_w = std::hypot(*row.model_power_hw_w, move_p[r]);
-      const double jpc = weights(row, m).second.dot(f.beta);
-      row.model_imprecise = *row.model_j_per_call_hw_j > 0.05 * std::fabs(jpc);
+      row.model_imprecise = *row.model_j_per_call_hw_j > 0.05 * std::fabs(jpc_of(row, m, f.beta, rate));
     }
   }
 
@@ -566,6 +730,9 @@ class Reference {
   std::map<std::pair<KeyId, KeyId>, int64_t> overlap_;
   std::map<std::string, KeyId> row_keys_;
   std::vector<Segment> segments_;
+  std::vector<std::vector<Aside>> aside_;
+  std::vector<std::map<KeyId, std::pair<int64_t, double>>> slices_;  // per key: ns and calls in set-aside slices
+  std::vector<std::vector<bool>> concurrent_;                        // per in-run reading: set aside
   struct ClosedFree {
     KeyId key;
     int64_t t0, t1;

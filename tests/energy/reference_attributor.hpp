@@ -34,6 +34,8 @@ struct ReferenceRun {
   std::optional<double> baseline_w;
   bool model = true;
   bool sensor_check = true;
+  bool split_overlaps = true;  // readings with concurrent kernels set aside and split (AttributorOptions)
+  int64_t split_span_ns = 100'000'000;
 };
 
 Report reference_attribute(const ReferenceRun& run, const KeyTable& keys);

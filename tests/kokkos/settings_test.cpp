@@ -3,9 +3,9 @@
 #include "dooly/common/settings.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -83,13 +83,18 @@ TEST_F(SettingsTest, BadValuesNameTheSettingWhatItGotAndTheRange) {
             "DOOLY_TABLE='maybe' is not 1 or 0 — set DOOLY_TABLE to 1 or 0, or unset it");
   unsetenv("DOOLY_TABLE");
   setenv("DOOLY_NVML_MODE", "fast", 1);  // environment-only settings are checked too
-  EXPECT_NE(error_of([] { SettingValues::from_env(); }).find("DOOLY_NVML_MODE='fast' is not one of samples|instant|average"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { SettingValues::from_env(); }).find("DOOLY_NVML_MODE='fast' is not one of samples|instant|average"),
+      std::string::npos);
   unsetenv("DOOLY_NVML_MODE");
   SettingValues v;
-  EXPECT_EQ(error_of([&] { v.apply_args({"./prog", "baseline_w=-1"}); }),
+  EXPECT_EQ(error_of([&] {
+              v.apply_args({"./prog", "baseline_w=-1"});
+            }),
             "baseline_w='-1' is not a number in [0, 1000000] — give baseline_w a number between 0 and 1000000");
-  EXPECT_EQ(error_of([&] { v.apply_args({"./prog", "gpus=0,,1"}); }),
+  EXPECT_EQ(error_of([&] {
+              v.apply_args({"./prog", "gpus=0,,1"});
+            }),
             "gpus='0,,1' has an empty item — write gpus as a comma-separated list without empty items");
 }
 
@@ -98,8 +103,8 @@ TEST_F(SettingsTest, DeprecatedModelStillWorksWithOneWarningAndFitIsItsName) {
   SettingValues v = SettingValues::from_env();
   EXPECT_EQ(v.flag("FIT"), false);
   EXPECT_FALSE(ProfilerOptions::from_settings(v).attribution.model);
-  EXPECT_EQ(v.warnings(), std::vector<std::string>{
-                              "DOOLY_MODEL is deprecated (it is one letter from DOOLY_MODE): use DOOLY_FIT=0"});
+  EXPECT_EQ(v.warnings(),
+            std::vector<std::string>{"DOOLY_MODEL is deprecated (it is one letter from DOOLY_MODE): use DOOLY_FIT=0"});
   unsetenv("DOOLY_MODEL");
 
   setenv("DOOLY_FIT", "0", 1);
@@ -144,29 +149,49 @@ TEST_F(SettingsTest, EveryNonEnvironmentSettingIsReadByTheConnector) {
     v.apply_args({"./prog", word});
     const kokkos::ConnectorSettings s = kokkos::ConnectorSettings::from_settings(v);
     const ProfilerOptions &a = s.profiler, &b = base.profiler;
-    return a.source != b.source || a.power.path != b.power.path ||
-           a.power.replay_realtime != b.power.replay_realtime || a.period_ns != b.period_ns ||
-           a.baseline_measure_ns != b.baseline_measure_ns || a.sensor_window_ns != b.sensor_window_ns ||
-           a.sensor_delay_ns != b.sensor_delay_ns || a.attribution.model != b.attribution.model ||
-           a.attribution.baseline_w != b.attribution.baseline_w || a.mode != b.mode ||
-           a.record_path != b.record_path || a.max_buffered_events != b.max_buffered_events ||
-           a.trace_path != b.trace_path || a.trace_max_windows != b.trace_max_windows ||
-           a.max_staged_events != b.max_staged_events ||
+    return a.source != b.source || a.power.path != b.power.path || a.power.replay_realtime != b.power.replay_realtime ||
+           a.period_ns != b.period_ns || a.baseline_measure_ns != b.baseline_measure_ns ||
+           a.sensor_window_ns != b.sensor_window_ns || a.sensor_delay_ns != b.sensor_delay_ns ||
+           a.attribution.model != b.attribution.model || a.attribution.split_overlaps != b.attribution.split_overlaps ||
+           a.attribution.split_span_ns != b.attribution.split_span_ns ||
+           a.attribution.baseline_w != b.attribution.baseline_w || a.mode != b.mode || a.record_path != b.record_path ||
+           a.max_buffered_events != b.max_buffered_events || a.trace_path != b.trace_path ||
+           a.trace_max_windows != b.trace_max_windows || a.max_staged_events != b.max_staged_events ||
            a.power.cuda_devices != b.power.cuda_devices || s.output.prefix != base.output.prefix ||
            s.output.table != base.output.table || s.fences != base.fences ||
            s.output.table_path != base.output.table_path || s.output.detect_ranks != base.output.detect_ranks ||
            s.output.ranks_wait_s != base.output.ranks_wait_s ||
-           s.output.keep_rank_files != base.output.keep_rank_files ||
-           s.output.rank_tables != base.output.rank_tables || s.log_level != base.log_level;
+           s.output.keep_rank_files != base.output.keep_rank_files || s.output.rank_tables != base.output.rank_tables ||
+           s.log_level != base.log_level;
   };
-  const std::map<std::string, std::string> value = {
-      {"POWER_SOURCE", "replay"}, {"GPUS", "1"},          {"PERIOD_MS", "7"},        {"MODE", "trapezoid"},
-      {"FIT", "0"},               {"MODEL", "0"},         {"BASELINE_W", "90"},      {"BASELINE_MS", "5"},
-      {"OUTPUT", "x"},            {"TABLE", "0"},         {"TABLE_FILE", "t.txt"},   {"RECORD", "r.rec"},
-      {"RANKS", "off"},           {"RANKS_WAIT_S", "5"},  {"RANKS_KEEP", "0"},       {"RANKS_TABLES", "1"},
-      {"FENCES", "1"},            {"SENSOR_WINDOW_MS", "3"}, {"SENSOR_DELAY_MS", "3"}, {"MAX_EVENTS", "2048"},
-      {"REPLAY_FILE", "f.rec"},   {"REPLAY_REALTIME", "0"}, {"LOG", "debug"},         {"TRACE", "t.json"},
-      {"TRACE_MAX_WINDOWS", "5"}, {"CUPTI_MAX_PENDING", "4096"}};
+  const std::map<std::string, std::string> value = {{"POWER_SOURCE", "replay"},
+                                                    {"GPUS", "1"},
+                                                    {"PERIOD_MS", "7"},
+                                                    {"MODE", "trapezoid"},
+                                                    {"FIT", "0"},
+                                                    {"MODEL", "0"},
+                                                    {"BASELINE_W", "90"},
+                                                    {"BASELINE_MS", "5"},
+                                                    {"OUTPUT", "x"},
+                                                    {"TABLE", "0"},
+                                                    {"TABLE_FILE", "t.txt"},
+                                                    {"RECORD", "r.rec"},
+                                                    {"RANKS", "off"},
+                                                    {"RANKS_WAIT_S", "5"},
+                                                    {"RANKS_KEEP", "0"},
+                                                    {"RANKS_TABLES", "1"},
+                                                    {"FENCES", "1"},
+                                                    {"SENSOR_WINDOW_MS", "3"},
+                                                    {"SENSOR_DELAY_MS", "3"},
+                                                    {"MAX_EVENTS", "2048"},
+                                                    {"REPLAY_FILE", "f.rec"},
+                                                    {"REPLAY_REALTIME", "0"},
+                                                    {"LOG", "debug"},
+                                                    {"TRACE", "t.json"},
+                                                    {"TRACE_MAX_WINDOWS", "5"},
+                                                    {"CUPTI_MAX_PENDING", "4096"},
+                                                    {"OVERLAP_SPLIT", "0"},
+                                                    {"OVERLAP_SPAN_MS", "30"}};
   for (const SettingSpec& spec : setting_specs()) {
     if (spec.environment_only) continue;
     // The CUPTI front end's own settings are read by it (tests/cupti/tracer_test.cpp checks them the same way).

@@ -16,6 +16,8 @@ struct AnalyzeArgs {
   std::optional<double> window_ms, delay_ms;
   std::string csv, json;
   bool no_model = false;
+  bool no_split = false;
+  std::optional<double> span_ms;
 };
 
 void run_analyze(const AnalyzeArgs& a) {
@@ -24,6 +26,8 @@ void run_analyze(const AnalyzeArgs& a) {
   o.mode = energy::mode_from_string(a.mode);
   o.attribution.baseline_w = a.baseline_w;
   o.attribution.model = !a.no_model;
+  o.attribution.split_overlaps = !a.no_split;
+  if (a.span_ms) o.attribution.split_span_ns = static_cast<int64_t>(*a.span_ms * 1e6);
   if (a.window_ms) o.sensor_window_ns = static_cast<int64_t>(*a.window_ms * 1e6);
   if (a.delay_ms) o.sensor_delay_ns = static_cast<int64_t>(*a.delay_ms * 1e6);
   // Output paths are checked before the work, so a bad one is one line up front, not after the table.
@@ -55,6 +59,12 @@ void setup_analyze(CLI::App& app) {
   cmd->add_option("--csv", args->csv, "also write the report as CSV here");
   cmd->add_option("--json", args->json, "also write the report as JSON here");
   cmd->add_flag("--no-model", args->no_model, "skip the model fit");
+  cmd->add_flag("--no-overlap-split", args->no_split,
+                "fit readings with concurrent kernels like the others (power taken as additive) instead of splitting "
+                "them by J/call alone");
+  cmd->add_option("--overlap-span-ms", args->span_ms,
+                  "how far back of an overlapped reading's window the split counts calls (default 100)")
+      ->check(CLI::Range(0.0, 10000.0));
   cmd->callback([args] { run_analyze(*args); });
 }
 

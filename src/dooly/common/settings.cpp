@@ -58,6 +58,11 @@ constexpr SettingSpec kSpecs[] = {
          "1 = fences get their own rows; 0 = no rows, and Kokkos is asked to stop calling the fence hooks"),
     spec("SENSOR_WINDOW_MS", T::number, "the backend's", 0, 10'000, "", "the sensor's averaging window (model mode)"),
     spec("SENSOR_DELAY_MS", T::number, "the backend's", 0, 10'000, "", "the sensor's lag (model mode)"),
+    spec("OVERLAP_SPLIT", T::flag, "1", 0, 0, "",
+         "1 = readings whose window holds kernels overlapping on different streams are split among them by J/call "
+         "alone (model mode); 0 = fitted like the others (power taken as additive)"),
+    spec("OVERLAP_SPAN_MS", T::number, "100", 0, 10'000, "",
+         "how far back of an overlapped reading's window the split counts its kernels' calls"),
     spec("MAX_EVENTS", T::whole, "262144", 1024, 67'108'864, "",
          "window edges buffered per host thread between two sampler ticks (overflow is dropped and counted)"),
     spec("TRACE", T::text, "off", 0, 0, "",

@@ -29,6 +29,8 @@ std::unique_ptr<OccupancyModel> make_model(const std::vector<power::Channel>& ch
   mo.max_segments = o.max_segments;
   mo.max_pending = o.max_pending_events;
   mo.sensor_check = o.sensor_check;
+  mo.split_overlaps = o.split_overlaps;
+  mo.split_span_ns = o.split_span_ns;
   return std::make_unique<OccupancyModel>(channels, mo);
 }
 }  // namespace

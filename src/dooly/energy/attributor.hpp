@@ -50,7 +50,11 @@ struct AttributorOptions {
   size_t max_quiet_samples = 1u << 17;   // reservoir for the quiet-sample baseline
   std::optional<double> baseline_w;      // given by the user: used for J/call and as the fixed intercept
   bool model = true;
-  bool sensor_check = true;     // also fit the neighbouring sensor settings (the report's check)
+  bool sensor_check = true;  // also fit the neighbouring sensor settings (the report's check)
+  // Readings with concurrent kernels: set aside and split by J/call alone (occupancy_model.hpp), counting calls
+  // this far back of their windows. false: fitted like the others.
+  bool split_overlaps = true;
+  int64_t split_span_ns = 100'000'000;
   int nnls_max_iterations = 0;  // 0: the solver's default
   // A window whose begin and end are consecutive events (a kernel's) is charged in one step: the same figures,
   // without a frame pushed and popped. false: every event on its own (the benchmark compares the two).

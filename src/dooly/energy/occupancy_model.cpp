@@ -90,27 +90,28 @@ OccupancyModel::OccupancyModel(const std::vector<power::Channel>& channels, Occu
 
 size_t OccupancyModel::retained_readings() const noexcept {
   size_t n = 0;
-  for (const auto& m : channels_) n += m.pending.size();
+  for (const auto& m : channels_) n += m.pending.size() + m.deferred.size();
   return n;
 }
 
 void OccupancyModel::occupancy(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open,
                                DenseTally& tally) {
-  if (x == y)
-    scan<true>(m, x, y, sign, open, tally);
-  else
-    scan<false>(m, x, y, sign, open, tally);
-}
-
-template <bool kPoint>
-void OccupancyModel::scan(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open,
-                          DenseTally& tally) {
-  const int32_t only = m.only_device;
-  auto add = [&](KeyId key, int32_t device, int64_t t0, int64_t t1) __attribute__((always_inline)) {
-    if (only >= 0 && device >= 0 && only != device) return;  // not this channel's GPU
-    const int64_t ns = kPoint ? int64_t{t0 <= y && y < t1} : std::min(y, t1) - std::max(x, t0);
+  auto add = [&](KeyId key, int32_t, int64_t t0, int64_t t1, uint32_t) __attribute__((always_inline)) {
+    const int64_t ns = std::min(y, t1) - std::max(x, t0);
     if (ns > 0) tally.add(key, sign * ns);
   };
+  if (x == y)
+    visit<true>(m, x, y, open, [&](KeyId key, int32_t, int64_t t0, int64_t t1, uint32_t) {
+      if (t0 <= y && y < t1) tally.add(key, sign);
+    });
+  else
+    visit<false>(m, x, y, open, add);
+}
+
+template <bool kPoint, typename F>
+void OccupancyModel::visit(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open, F&& f) {
+  const int32_t only = m.only_device;
+  auto mine = [only](int32_t device) { return only < 0 || device < 0 || only == device; };
   // Segments are in order of their end; each thread's are disjoint and in order, so once a thread shows a
   // segment starting after the window, none of its later ones can reach into it: stop when every thread has.
   const auto end = segments_.items.end();
@@ -120,13 +121,83 @@ void OccupancyModel::scan(const ChannelModel& m, int64_t x, int64_t y, int sign,
   size_t threads_past = 0;
   for (; it != end && threads_past < n_threads; ++it) {
     if (kPoint ? it->t0 <= y : it->t0 < y) {
-      add(it->key, it->device, it->t0, it->t1);
+      if (mine(it->device)) f(it->key, it->device, it->t0, it->t1, it->thread);
     } else if (it->thread < n_threads && !past_[it->thread]) {
       past_[it->thread] = true;
       ++threads_past;
     }
   }
-  open.for_each_open_innermost([&](uint32_t, const OpenInnermost& o) { add(o.key, o.device, o.since_ns, INT64_MAX); });
+  open.for_each_open_innermost([&](uint32_t thread, const OpenInnermost& o) {
+    if (mine(o.device)) f(o.key, o.device, o.since_ns, INT64_MAX, thread);
+  });
+}
+
+namespace {
+// The share of a call of [t0, t1) that `in` ns of it are; a window still open (t1: INT64_MAX) is taken to end at
+// `now`, the instant the reading's window ends (its share is then an upper bound).
+double call_share(int64_t in, int64_t t0, int64_t t1, int64_t now) {
+  const int64_t d = (t1 == INT64_MAX ? now : t1) - t0;
+  return static_cast<double>(in) / static_cast<double>(std::max<int64_t>(1, d));
+}
+}  // namespace
+
+bool OccupancyModel::concurrent(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open) {
+  if (open.threads() < 2) return false;
+  spans_.clear();
+  visit<false>(m, x, y, open, [&](KeyId, int32_t device, int64_t t0, int64_t t1, uint32_t) {
+    if (device >= 0 && std::min(y, t1) > std::max(x, t0)) spans_.emplace_back(std::max(x, t0), std::min(y, t1));
+  });
+  if (spans_.size() < 2) return false;
+  // A track's own windows are disjoint (segments are innermost stretches), so any overlap is between tracks.
+  std::sort(spans_.begin(), spans_.end());
+  int64_t reach = INT64_MIN;
+  for (const auto& [a, b] : spans_) {
+    if (a < reach) return true;
+    reach = std::max(reach, b);
+  }
+  return false;
+}
+
+void OccupancyModel::release_deferred(ChannelModel& m, const WindowCharger& open, bool all) {
+  while (!m.deferred.empty()) {
+    const ChannelModel::Deferred d = m.deferred.front();
+    if (!all) {
+      bool reaches = false;  // a device window of this channel open since before the reading's window ended
+      open.for_each_open_innermost([&](uint32_t, const OpenInnermost& o) {
+        reaches |= o.device >= 0 && (m.only_device < 0 || o.device == m.only_device) && o.since_ns < d.b;
+      });
+      if (reaches) return;  // the later ones end later: they wait too
+    }
+    set_aside(m, d.power_w, d.b, d.w, d.since, open);
+    m.deferred.pop_front();
+  }
+}
+
+void OccupancyModel::set_aside(ChannelModel& m, double power_w, int64_t b, int64_t w, int64_t since,
+                               const WindowCharger& open) {
+  // The reading's own slice: the time since the channel's previous reading (at most two update periods or a
+  // window), ending where its window ends.
+  const int64_t slice = std::clamp<int64_t>(since, 0, std::max<int64_t>(2 * m.update_ns, w));
+  // Calls of each device window in the split's span (the window widened back), each counted by the share of
+  // its own duration inside it; a window still open counts the share of its time so far.
+  const int64_t x = b - w - options_.split_span_ns;
+  calls_.clear();
+  visit<false>(m, x, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t) {
+    const int64_t in = std::min(b, t1) - std::max(x, t0);
+    if (device < 0 || in <= 0) return;
+    calls_[key] += call_share(in, t0, t1, b);
+  });
+  if (calls_.empty()) return;
+  ConcurrentRow row{power_w, slice, b - x, static_cast<uint32_t>(shares_.size()), static_cast<uint32_t>(calls_.size())};
+  for (const auto& kv : calls_) shares_.push_back(kv);
+  m.concurrent.push_back(row);
+  visit<false>(m, b - slice, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t) {
+    const int64_t in = std::min(b, t1) - std::max(b - slice, t0);
+    if (device < 0 || in <= 0) return;
+    SliceTotals& s = m.slices[key];
+    s.ns += in;
+    s.calls += call_share(in, t0, t1, b);
+  });
 }
 
 bool OccupancyModel::add_row(size_t c, const power::Reading& r, const WindowCharger& open) {
@@ -140,6 +211,15 @@ bool OccupancyModel::add_row(size_t c, const power::Reading& r, const WindowChar
   occ_.clear();
   occupancy(m, b - w, b, +1, open, occ_);
   const bool quiet = occ_.empty();
+  const int64_t since = m.last_reading_ns == INT64_MIN ? m.update_ns : r.t_ns - m.last_reading_ns;
+  m.last_reading_ns = r.t_ns;
+  if (options_.split_overlaps && !quiet && w > 0 && concurrent(m, b - w, b, open)) {
+    if (shares_.size() < options_.max_split_shares) {
+      m.deferred.push_back({r.power_w, b, w, since});
+      return false;
+    }
+    ++m.concurrent_unsplit;  // the pool is full: fitted as usual
+  }
   build_row(m.given, occ_, w, options_.max_keys, x_);
   add_row_to(m.given, x_, r.power_w);
   if (m.blocks_kept) add_to_block(m, x_, r.power_w);
@@ -206,11 +286,15 @@ void OccupancyModel::add_to_block(ChannelModel& m, const std::vector<std::pair<i
 
 void OccupancyModel::trim(int64_t horizon_ns, const std::vector<int64_t>& trace_end, const std::vector<bool>& dead) {
   int64_t keep_from = horizon_ns;
+  const int64_t span = options_.split_overlaps ? options_.split_span_ns : 0;  // the split looks this far further back
   for (size_t c = 0; c < channels_.size(); ++c) {
     const ChannelModel& m = channels_[c];
+    if (!m.deferred.empty())
+      keep_from = std::min(keep_from, m.deferred.front().b - m.deferred.front().w - options_.split_span_ns);
     if (!m.pending.empty()) {
       const power::Reading& r = m.pending.front();
-      keep_from = std::min(keep_from, r.t_ns - m.max_delay_ns - (r.window_ns >= 0 ? r.window_ns : m.max_window_ns));
+      keep_from =
+          std::min(keep_from, r.t_ns - m.max_delay_ns - (r.window_ns >= 0 ? r.window_ns : m.max_window_ns) - span);
     } else if (!dead[c]) {
       // Readings still to come lie after this channel's trace (they arrive in order), so their windows start at
       // most one window before its end: keep two, and an update period, of the widest. The trace's end, not the
@@ -218,7 +302,7 @@ void OccupancyModel::trim(int64_t horizon_ns, const std::vector<int64_t>& trace_
       // readings still need their segments. A live channel with no reading yet needs everything.
       const int64_t end = trace_end[c] == INT64_MIN ? INT64_MIN : std::min(horizon_ns, trace_end[c]);
       const int64_t w = std::max({m.max_window_ns, m.widest_own_window_ns, m.update_ns});
-      const int64_t reach = m.max_delay_ns + 2 * w + m.update_ns;
+      const int64_t reach = m.max_delay_ns + 2 * w + m.update_ns + span;
       keep_from = std::min(keep_from, end < INT64_MIN + reach ? INT64_MIN : end - reach);
     }
   }

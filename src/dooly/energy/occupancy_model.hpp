@@ -10,6 +10,14 @@
 //    delete-one-block jackknife that gives the fitted figures their intervals (model_fit.hpp);
 //  - one per neighbouring sensor setting (window and lag moved by a step each way), to check the sensor model
 //    against the data and to show which figures depend on it.
+//
+// Concurrent kernels (windows of one device on different tracks, i.e. streams, overlapping in time) draw less
+// power together than the sum of their draws alone, while their energy per call stays nearly additive
+// (docs/energy-attribution.md, "Concurrent kernels"). A reading whose window holds such an overlap is therefore
+// kept out of the regression (whose rows assume additive power) and set aside: its power, its own slice of time
+// (the update period up to its window's end) and each kernel's calls in its window, widened back by
+// `split_span_ns`. Once the fit is known (report_builder.cpp) each set-aside slice's energy above the floor is
+// split among those kernels in proportion to their calls times their J/call alone.
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
@@ -50,12 +58,29 @@ struct SensorSetting {
   int64_t delay_ns = 0;
 };
 
+// A reading set aside for the split: its power and slice, and its kernels' calls (a range of the shares pool).
+struct ConcurrentRow {
+  double power_w = 0;
+  int64_t slice_ns = 0;
+  int64_t span_ns = 0;  // the window and the span before it, over which its calls were counted
+  uint32_t first = 0, count = 0;
+};
+// Per key over the set-aside readings' slices: time it ran there and calls (each call counted by the share of
+// its own duration inside the slice).
+struct SliceTotals {
+  int64_t ns = 0;
+  double calls = 0;
+};
+
 struct OccupancyOptions {
-  size_t max_keys = 512;           // columns per channel; further keys are not fitted
-  size_t max_segments = 1u << 21;  // recent segments kept
-  size_t max_pending = 1u << 20;   // readings waiting for the events to reach them
-  size_t max_block_columns = 64;   // the jackknife's blocks are kept while a channel has at most this many columns
-  bool sensor_check = true;        // fit the neighbouring sensor settings too
+  size_t max_keys = 512;                // columns per channel; further keys are not fitted
+  size_t max_segments = 1u << 21;       // recent segments kept
+  size_t max_pending = 1u << 20;        // readings waiting for the events to reach them
+  size_t max_block_columns = 64;        // the jackknife's blocks are kept while a channel has at most this many columns
+  bool sensor_check = true;             // fit the neighbouring sensor settings too
+  bool split_overlaps = true;           // set readings with concurrent kernels aside for the split (above)
+  int64_t split_span_ns = 100'000'000;  // how far back of a set-aside window the split counts calls
+  size_t max_split_shares = 1u << 21;   // (key, calls) pairs kept for the split; beyond, readings are fitted
 };
 
 class OccupancyModel {
@@ -79,6 +104,7 @@ class OccupancyModel {
         if (add_row(c, r, open)) quiet(c, r.power_w);
         m.pending.pop_front();
       }
+      release_deferred(m, open, all);
     }
   }
   // Drops segments no pending or future reading can need. trace_end[c]: the last instant channel c's readings
@@ -94,6 +120,13 @@ class OccupancyModel {
   size_t neighbours(size_t c) const noexcept { return channels_[c].settings.size() - 1; }
   const SensorSetting& neighbour_setting(size_t c, size_t i) const noexcept { return channels_[c].settings[i + 1]; }
   const Design& neighbour(size_t c, size_t i) const noexcept { return channels_[c].others[i]; }
+  // The readings set aside for the split, the (key, calls) pairs their rows point into, the slice totals per key;
+  // and the readings with concurrent kernels that were fitted after all (the pool was full).
+  const std::vector<ConcurrentRow>& concurrent_rows(size_t c) const noexcept { return channels_[c].concurrent; }
+  const std::vector<std::pair<KeyId, double>>& split_shares() const noexcept { return shares_; }
+  const std::unordered_map<KeyId, SliceTotals>& slice_totals(size_t c) const noexcept { return channels_[c].slices; }
+  uint64_t concurrent_unsplit(size_t c) const noexcept { return channels_[c].concurrent_unsplit; }
+  int64_t split_span_ns() const noexcept { return options_.split_span_ns; }
   uint64_t segments_dropped() const noexcept { return segments_.dropped; }
   size_t retained_segments() const noexcept { return segments_.items.size(); }
   size_t retained_readings() const noexcept;
@@ -111,13 +144,33 @@ class OccupancyModel {
     std::vector<DesignBlock> blocks;
     uint64_t block_rows = 1;  // readings per block
     bool blocks_kept = true;
+    int64_t last_reading_ns = INT64_MIN;
+    // Readings with concurrent kernels wait here while a window that reaches back into them is still open (its
+    // calls' shares need its end).
+    struct Deferred {
+      double power_w;
+      int64_t b, w, since;
+    };
+    Fifo<Deferred> deferred;
+    std::vector<ConcurrentRow> concurrent;
+    std::unordered_map<KeyId, SliceTotals> slices;
+    uint64_t concurrent_unsplit = 0;
   };
+  // Calls f(key, device, t0, t1, thread) for every segment and open innermost window (t1: INT64_MAX) of channel
+  // m's devices reaching into [x, y) (kPoint: holding the instant y).
+  template <bool kPoint, typename F>
+  void visit(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open, F&& f);
+  // Whether two device windows on different tracks overlap inside [x, y).
+  bool concurrent(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open);
+  // Sets a reading aside for the split (its window of w ns ends at b; `since`: ns since the channel's previous
+  // reading).
+  void set_aside(ChannelModel& m, double power_w, int64_t b, int64_t w, int64_t since, const WindowCharger& open);
+  // Sets aside the deferred readings no open window reaches back into (all: every one).
+  void release_deferred(ChannelModel& m, const WindowCharger& open, bool all);
   // Adds one reading's row to every set of equations; true when no window occupied it (a quiet reading).
   bool add_row(size_t c, const power::Reading& r, const WindowCharger& open);
   // Adds sign * (ns of [x, y) each key was innermost) to `tally`; a point (x == y) counts who is innermost at it.
   void occupancy(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open, DenseTally& tally);
-  template <bool kPoint>
-  void scan(const ChannelModel& m, int64_t x, int64_t y, int sign, const WindowCharger& open, DenseTally& tally);
   void add_to_block(ChannelModel& m, const std::vector<std::pair<int, double>>& x, double y);
 
   OccupancyOptions options_;
@@ -126,6 +179,9 @@ class OccupancyModel {
   DenseTally occ_, scratch_;
   std::vector<bool> past_;
   std::vector<std::pair<int, double>> x_;
+  std::vector<std::pair<int64_t, int64_t>> spans_;
+  std::unordered_map<KeyId, double> calls_;
+  std::vector<std::pair<KeyId, double>> shares_;
 };
 
 }  // namespace dooly::energy

@@ -38,6 +38,8 @@ ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
   if (auto x = v.number("SENSOR_WINDOW_MS")) o.sensor_window_ns = ms_to_ns(*x);
   if (auto x = v.number("SENSOR_DELAY_MS")) o.sensor_delay_ns = ms_to_ns(*x);
   if (auto x = v.flag("FIT")) o.attribution.model = *x;
+  if (auto x = v.flag("OVERLAP_SPLIT")) o.attribution.split_overlaps = *x;
+  if (auto x = v.number("OVERLAP_SPAN_MS")) o.attribution.split_span_ns = ms_to_ns(*x);
   if (auto x = v.choice("MODE")) o.mode = mode_from_string(*x);
   if (auto x = v.text("RECORD")) o.record_path = *x;
   if (auto x = v.whole("MAX_EVENTS")) o.max_buffered_events = static_cast<size_t>(*x);

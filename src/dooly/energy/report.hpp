@@ -52,6 +52,12 @@ struct RegionRow {
   std::optional<double> model_j_per_call_sensor_j;  // the sensor model's part of the J/call interval
   bool model_imprecise = false;                     // the J/call interval is wider than 5 % of it
   bool model_sensor_sensitive = false;  // the sensor model's part of the J/call interval exceeds the fit's own
+  // Concurrent kernels (report_builder.cpp, the split): the time and calls of this key inside the slices of the
+  // readings whose windows held an overlap, and the energy above the floor the split gave it there.
+  std::optional<double> model_overlap_time_s;
+  std::optional<double> model_overlap_calls;
+  std::optional<double> model_overlap_energy_j;
+  bool model_never_alone = false;  // it ran only in overlaps: its J/call alone was fitted on the overlapped readings
 
   double avg_power_w() const noexcept { return time_s > 0 ? energy_j / time_s : 0.0; }
   // (energy - baseline * time) / calls: the region's own joules above the idle floor, per call.
@@ -80,8 +86,12 @@ struct ModelFit {
   uint64_t keys_over_cap = 0;  // distinct regions beyond the model's column cap (not fitted)
   bool nnls_converged = true;  // false: the solver gave up; the channel falls back to the trapezoid
   int nnls_iterations = 0;
-  std::string interval_method;   // how the rows' intervals were obtained
-  uint64_t interval_blocks = 0;  // blocks of readings the jackknife used (0: covariance only)
+  std::string interval_method;       // how the rows' intervals were obtained
+  uint64_t interval_blocks = 0;      // blocks of readings the jackknife used (0: covariance only)
+  uint64_t concurrent_readings = 0;  // readings with concurrent kernels, split rather than fitted
+  uint64_t concurrent_unsplit = 0;   // ... fitted after all (the split's pool was full)
+  double split_span_ms = 0;          // how far back of a split reading's window its kernels' calls were counted
+  uint64_t never_alone_keys = 0;     // kernels that ran only in overlaps (J/call alone fitted on them)
 };
 
 // The sensor model checked against the data: the fit at the given window and lag, and at neighbouring ones.

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "dooly/energy/model_fit.hpp"
+#include "dooly/energy/nnls.hpp"
 
 namespace dooly::energy {
 
@@ -64,22 +68,159 @@ std::vector<RegionRow> trapezoid_rows(size_t c, const WindowCharger& charger, co
   return rows;
 }
 
+// The split of the readings set aside for concurrent kernels (occupancy_model.hpp): each one's energy above the
+// floor over its slice, shared among the kernels of its span in proportion to calls x J/call alone, J/call alone
+// being the kernel's fitted power times its mean duration. A kernel the regression never saw outside an overlap
+// has no fitted power (nor one it can trust: less than three readings' worth, or inseparable): the J/calls alone
+// of such kernels are fitted on the set-aside readings themselves (each
+// reading's energy above the floor, scaled from its slice to its span, regressed on those kernels' calls in the
+// span, the other kernels' share held fixed; where the readings do not determine them, the readings holding them
+// are split by time), and they are flagged.
+struct Split {
+  std::unordered_map<KeyId, double> energy_j;  // per key, above the floor
+  std::unordered_set<KeyId> never_alone;
+};
+double mean_duration_s(KeyId key, size_t c, const WindowCharger& charger) {
+  const KeyTotals* t = charger.totals(key, c);
+  return t && t->calls ? static_cast<double>(t->excl_time_ns) * 1e-9 / static_cast<double>(t->calls) : 0.0;
+}
+// The columns whose fitted power the split may use (from the main fit; the replicates use the same).
+std::unordered_set<int> trusted_columns(const Fit& fit, const Design& d) {
+  std::unordered_set<int> ok;
+  for (int col = 1; col <= d.columns(); ++col)
+    if (d.gram(col, 0) >= 3.0 && !fit.inseparable[static_cast<size_t>(col)]) ok.insert(col);
+  return ok;
+}
+Split split_concurrent(const OccupancyModel& model, size_t c, const Eigen::VectorXd& beta, const Design& d,
+                       const std::unordered_set<int>& trusted, const WindowCharger& charger) {
+  Split out;
+  const auto& shares = model.split_shares();
+  const std::vector<ConcurrentRow>& rows = model.concurrent_rows(c);
+  auto above_j = [&](const ConcurrentRow& r) {
+    return std::max(0.0, r.power_w - beta(0)) * static_cast<double>(r.slice_ns) * 1e-9;
+  };
+  // J/call alone of every key of the split: from the fit where it has a column.
+  std::unordered_map<KeyId, double> j;
+  std::unordered_map<KeyId, int> unknown;  // key -> index among those without a column
+  for (const ConcurrentRow& r : rows)
+    for (uint32_t i = 0; i < r.count; ++i) {
+      const KeyId key = shares[r.first + i].first;
+      if (j.count(key) || unknown.count(key)) continue;
+      if (auto col = d.column.find(key); col != d.column.end() && trusted.count(col->second))
+        j[key] = beta(col->second) * mean_duration_s(key, c, charger);
+      else
+        unknown.emplace(key, static_cast<int>(unknown.size()));
+    }
+  if (!unknown.empty()) {
+    const auto u = static_cast<Eigen::Index>(unknown.size());
+    Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(u, u);
+    Eigen::VectorXd xty = Eigen::VectorXd::Zero(u), x(u);
+    for (const ConcurrentRow& r : rows) {
+      double y = above_j(r) * static_cast<double>(r.span_ns) / static_cast<double>(std::max<int64_t>(1, r.slice_ns));
+      x.setZero();
+      for (uint32_t i = 0; i < r.count; ++i) {
+        const auto& [key, calls] = shares[r.first + i];
+        if (auto it = unknown.find(key); it != unknown.end())
+          x(it->second) += calls;
+        else
+          y -= j[key] * calls;
+      }
+      gram.selfadjointView<Eigen::Lower>().rankUpdate(x);
+      xty += x * y;
+    }
+    gram = gram.selfadjointView<Eigen::Lower>();
+    // Only where the readings determine them (at least two per unknown and each one separable from the others,
+    // as model_fit.cpp judges a column); else the readings holding them are split by time.
+    bool determined = rows.size() >= 2 * unknown.size() + 2;
+    Eigen::MatrixXd g = gram;
+    g.diagonal().array() += 1e-10 * std::max(1.0, g.diagonal().mean());
+    const Eigen::MatrixXd ginv = g.ldlt().solve(Eigen::MatrixXd::Identity(u, u));
+    for (Eigen::Index i = 0; i < u; ++i) determined &= gram(i, i) > 0 && 1.0 / ginv(i, i) >= 1e-4 * gram(i, i);
+    const Eigen::VectorXd fitted = determined ? nnls_normal(gram, xty).x : Eigen::VectorXd();
+    for (const auto& [key, i] : unknown) {
+      j[key] = determined ? fitted(i) : std::numeric_limits<double>::quiet_NaN();
+      out.never_alone.insert(key);
+    }
+  }
+  std::vector<double> w;
+  for (const ConcurrentRow& r : rows) {
+    const double above = above_j(r);
+    w.assign(r.count, 0.0);
+    double total = 0;
+    for (uint32_t i = 0; i < r.count; ++i) total += w[i] = shares[r.first + i].second * j[shares[r.first + i].first];
+    if (!(total > 0)) {  // no kernel draws anything alone, or one has no J/call: by time (calls x mean duration)
+      total = 0;
+      for (uint32_t i = 0; i < r.count; ++i) {
+        const auto& [key, calls] = shares[r.first + i];
+        total += w[i] = calls * mean_duration_s(key, c, charger);
+      }
+    }
+    if (total <= 0) continue;
+    for (uint32_t i = 0; i < r.count; ++i) out.energy_j[shares[r.first + i].first] += above * w[i] / total;
+  }
+  return out;
+}
+
+// Per key with split energy: the share of its innermost time that lay in set-aside slices (phi), for which the
+// split's energy replaces power x time, and that energy per second of its innermost time (rate).
+struct SplitTerms {
+  Split split;
+  std::unordered_map<KeyId, double> phi, rate;
+  std::vector<std::unordered_map<KeyId, double>> rate_replicates;  // the rate at each jackknife replicate
+  bool any() const noexcept { return !phi.empty(); }
+};
+double innermost_s(KeyId key, size_t c, const WindowCharger& charger) {
+  const KeyTotals* t = charger.totals(key, c);
+  return t ? static_cast<double>(t->excl_time_ns) * 1e-9 : 0.0;
+}
+std::unordered_map<KeyId, double> rates_of(const Split& s, const WindowCharger& charger, size_t c) {
+  std::unordered_map<KeyId, double> rate;
+  for (const auto& [key, e] : s.energy_j)
+    if (const double t = innermost_s(key, c, charger); t > 0) rate[key] = e / t;
+  return rate;
+}
+SplitTerms split_terms(const OccupancyModel& model, size_t c, const Fit& fit, const Design& d,
+                       const WindowCharger& charger, bool replicates) {
+  SplitTerms t;
+  if (model.concurrent_rows(c).empty()) return t;
+  const std::unordered_set<int> trusted = trusted_columns(fit, d);
+  t.split = split_concurrent(model, c, fit.beta, d, trusted, charger);
+  t.rate = rates_of(t.split, charger, c);
+  for (const auto& [key, st] : model.slice_totals(c))
+    if (const double in = innermost_s(key, c, charger); in > 0)
+      t.phi[key] = std::min(1.0, static_cast<double>(st.ns) * 1e-9 / in);
+  if (replicates)
+    for (const Eigen::VectorXd& b : fit.replicates)
+      t.rate_replicates.push_back(rates_of(split_concurrent(model, c, b, d, trusted, charger), charger, c));
+  return t;
+}
+
 // A row's model figures as weights on the fit's coefficients: its energy (the floor over its time plus each
-// column's power over the time that column ran innermost inside the row's windows) and its J/call (the same
-// without the floor, per call).
+// column's power over the time that column ran innermost inside the row's windows, outside set-aside slices) and
+// its J/call (the same without the floor, per call).
 struct RowWeights {
   Eigen::VectorXd energy, j_per_call;
 };
-RowWeights weights_of(const RegionRow& row, KeyId key, const Design& d, const WindowCharger& charger) {
+RowWeights weights_of(const RegionRow& row, KeyId key, const Design& d, const WindowCharger& charger,
+                      const SplitTerms* split = nullptr) {
   const int k = d.columns();
   RowWeights w{Eigen::VectorXd::Zero(k + 1), Eigen::VectorXd::Zero(k + 1)};
   w.energy(0) = row.time_s;
   for (int i = 1; i <= k; ++i) {
-    const double s = static_cast<double>(charger.overlap_ns(key, d.keys[i - 1])) * 1e-9;
+    double s = static_cast<double>(charger.overlap_ns(key, d.keys[i - 1])) * 1e-9;
+    if (split)
+      if (auto it = split->phi.find(d.keys[i - 1]); it != split->phi.end()) s *= 1.0 - it->second;
     w.energy(i) = s;
     w.j_per_call(i) = s / static_cast<double>(row.calls);
   }
   return w;
+}
+
+// The split's part of a row's energy: each key's split energy in proportion to the row's share of its time.
+double split_energy(KeyId key, const std::unordered_map<KeyId, double>& rate, const WindowCharger& charger) {
+  double e = 0;
+  for (const auto& [inner, r] : rate) e += r * static_cast<double>(charger.overlap_ns(key, inner)) * 1e-9;
+  return e;
 }
 
 // intercept * time + sum of power * overlap, summed in this order (the figures of earlier versions, to the bit).
@@ -89,24 +230,60 @@ double model_energy(const Fit& fit, const RowWeights& w) {
   return fit.beta(0) * w.energy(0) + marginal;
 }
 
+// The jackknife's half-width of the split's part of a row's energy (0 without replicates).
+double split_half_width(KeyId key, const SplitTerms& split, const WindowCharger& charger) {
+  const auto& reps = split.rate_replicates;
+  if (reps.size() < 2) return 0.0;
+  std::vector<double> v;
+  v.reserve(reps.size());
+  double mean = 0;
+  for (const auto& r : reps) mean += v.emplace_back(split_energy(key, r, charger));
+  const double nb = static_cast<double>(reps.size());
+  mean /= nb;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return t_quantile_95(static_cast<int>(reps.size()) - 1) * std::sqrt((nb - 1) / nb * ss);
+}
+
 // Statistical half-widths first (the fit's own); the sensor check adds its part before the flags are set.
 void model_rows(const Fit& fit, const Design& d, const std::vector<KeyId>& row_keys, const WindowCharger& charger,
-                std::vector<RegionRow>& rows) {
+                const OccupancyModel& model, size_t c, const SplitTerms& split, std::vector<RegionRow>& rows) {
   for (size_t r = 0; r < rows.size(); ++r) {
     RegionRow& row = rows[r];
-    const RowWeights w = weights_of(row, row_keys[r], d, charger);
+    const KeyId key = row_keys[r];
+    const RowWeights w = weights_of(row, key, d, charger, split.any() ? &split : nullptr);
     row.model_energy_j = model_energy(fit, w);
     row.model_energy_hw_j = fit.half_width(w.energy);
     row.model_j_per_call_hw_j = fit.half_width(w.j_per_call);
-    if (auto it = d.column.find(row_keys[r]); it != d.column.end()) {
+    double own_rate = 0, own_phi = 0;
+    if (split.any()) {
+      const double hw = split_half_width(key, split, charger);
+      *row.model_energy_j += split_energy(key, split.rate, charger);
+      row.model_energy_hw_j = std::hypot(*row.model_energy_hw_j, hw);
+      row.model_j_per_call_hw_j = std::hypot(*row.model_j_per_call_hw_j, hw / static_cast<double>(row.calls));
+      if (auto it = split.split.energy_j.find(key); it != split.split.energy_j.end()) {
+        // A key can have split energy without time in the slices: its calls lay in the span before them.
+        const auto& slices = model.slice_totals(c);
+        const auto st = slices.find(key);
+        row.model_overlap_time_s = st == slices.end() ? 0.0 : static_cast<double>(st->second.ns) * 1e-9;
+        row.model_overlap_calls = st == slices.end() ? 0.0 : st->second.calls;
+        row.model_overlap_energy_j = it->second;
+        row.model_never_alone = split.split.never_alone.count(key) > 0;
+      }
+      if (auto it = split.rate.find(key); it != split.rate.end()) own_rate = it->second;
+      if (auto it = split.phi.find(key); it != split.phi.end()) own_phi = it->second;
+    }
+    if (auto it = d.column.find(key); it != d.column.end()) {
       const int col = it->second;
       Eigen::VectorXd unit = Eigen::VectorXd::Zero(d.columns() + 1);
       unit(col) = 1.0;
       row.model_power_w = fit.beta(col);
       row.model_power_hw_w = fit.half_width(unit);
-      row.model_excl_energy_j = (fit.beta(0) + fit.beta(col)) * row.excl_time_s;
+      row.model_excl_energy_j = (fit.beta(0) + fit.beta(col) * (1.0 - own_phi) + own_rate) * row.excl_time_s;
       row.model_inseparable = fit.inseparable[static_cast<size_t>(col)];
       row.model_too_little_data = d.gram(col, 0) < 3.0;  // less than three readings' worth of occupancy
+    } else if (own_rate > 0) {
+      row.model_excl_energy_j = (fit.beta(0) + own_rate) * row.excl_time_s;
     }
   }
 }
@@ -135,11 +312,13 @@ std::vector<Moves> check_sensor(size_t c, const OccupancyModel& model, const Fit
     SensorSettingFit sf{s.window_ns, s.delay_ns, false, 0.0, 0};
     const Fit f = fit_design(d, nullptr, fo);
     if (f.fitted) {
+      const SplitTerms ns = split_terms(model, c, f, d, charger, false);
       sf.fitted = true;
       sf.residual_rms_w = f.residual_rms_w;
       for (size_t r = 0; r < rows.size(); ++r) {
         const RegionRow& row = rows[r];
-        const double energy = model_energy(f, weights_of(row, row_keys[r], d, charger));
+        const double energy = model_energy(f, weights_of(row, row_keys[r], d, charger, ns.any() ? &ns : nullptr)) +
+                              split_energy(row_keys[r], ns.rate, charger);
         const double jpc = net_of(energy, f.beta(0) * row.time_s) / static_cast<double>(row.calls);
         const double moved = std::fabs(jpc - *row.model_j_per_call(given.beta(0)));
         if (moved > *row.model_j_per_call_hw_j) ++sf.rows_moved;
@@ -175,6 +354,13 @@ void finish_rows(const std::vector<Moves>& moves, double floor_w, const ModelRep
     row.model_imprecise = !(hw <= o.imprecise_above * std::fabs(jpc)) && hw > 0;
     check.rows_sensitive += row.model_sensor_sensitive ? 1 : 0;
   }
+}
+
+void fill_split(const OccupancyModel& model, size_t c, const SplitTerms& split, ModelFit& out) {
+  out.concurrent_readings = model.concurrent_rows(c).size();
+  out.concurrent_unsplit = model.concurrent_unsplit(c);
+  out.split_span_ms = static_cast<double>(model.split_span_ns()) * 1e-6;
+  out.never_alone_keys = split.split.never_alone.size();
 }
 
 void fill_fit(const Fit& fit, const Design& d, bool intercept_fixed, ModelFit& out) {
@@ -217,7 +403,9 @@ ChannelReport build_channel_report(size_t c, const ChannelEvidence& ev, const Wi
       cr.fit.why_not = fit.why_not;
     } else {
       fill_fit(fit, d, ev.given_baseline_w.has_value(), cr.fit);
-      model_rows(fit, d, row_keys, charger, cr.rows);
+      const SplitTerms split = split_terms(*model, c, fit, d, charger, true);
+      fill_split(*model, c, split, cr.fit);
+      model_rows(fit, d, row_keys, charger, *model, c, split, cr.rows);
       const std::vector<Moves> moves = check_sensor(c, *model, fit, fo, row_keys, charger, cr.rows, cr.sensor_check);
       finish_rows(moves, fit.beta(0), o, cr.rows, cr.sensor_check);
     }

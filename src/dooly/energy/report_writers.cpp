@@ -80,6 +80,7 @@ std::string flags_of(const RegionRow& r) {
   if (r.model_too_little_data) f += '?';
   if (r.model_sensor_sensitive) f += '^';
   if (r.extrapolated_windows) f += '~';
+  if (r.model_never_alone) f += '=';
   return f;
 }
 
@@ -118,6 +119,33 @@ std::string table_rows(const ChannelReport& ch, bool model_lead) {
   return out + rule + "\n";
 }
 
+// The split of readings with concurrent kernels, and each overlapped kernel's J/call there and alone.
+std::string concurrency_lines(const ChannelReport& ch) {
+  const ModelFit& f = ch.fit;
+  if (!f.concurrent_readings && !f.concurrent_unsplit) return "";
+  std::string out = fmt::format(
+      "concurrent kernels: {} readings held kernels overlapping on different streams; their energy above the floor is "
+      "split among the kernels of the {:g} ms before them in proportion to calls x J/call alone{}\n",
+      f.concurrent_readings, f.split_span_ms,
+      f.concurrent_unsplit
+          ? fmt::format(" ({} more were fitted as usual: the split's pool was full)", f.concurrent_unsplit)
+          : "");
+  for (const RegionRow& r : ch.rows) {
+    if (!r.model_overlap_calls || *r.model_overlap_calls < 0.5) continue;
+    const double over = *r.model_overlap_energy_j / *r.model_overlap_calls;
+    out += fmt::format("  {}: {} J/call overlapped ({:.0f} of {} calls, {:.0f} % of its time)", shorten(r.label(), 48),
+                       compact(over), *r.model_overlap_calls, r.calls,
+                       r.time_s > 0 ? 100.0 * r.model_overlap_time_s.value_or(0) / r.time_s : 0.0);
+    const double alone_calls = static_cast<double>(r.calls) - *r.model_overlap_calls;
+    if (r.model_power_w && !r.model_never_alone && alone_calls >= 0.5 && r.time_s > *r.model_overlap_time_s)
+      out += fmt::format(", {} J/call alone",
+                         compact(*r.model_power_w * (r.time_s - *r.model_overlap_time_s) / alone_calls));
+    out +=
+        r.model_never_alone ? " (=: never seen alone: its J/call alone was fitted on the overlapped readings)\n" : "\n";
+  }
+  return out;
+}
+
 // Baseline, conservation, the fit and the sensor check.
 std::string table_summary(const ChannelReport& ch, bool model_lead) {
   std::string out;
@@ -142,6 +170,7 @@ std::string table_summary(const ChannelReport& ch, bool model_lead) {
                        ch.fit.samples, ch.fit.columns, ch.fit.intercept_w, ch.fit.intercept_fixed ? " (given)" : "",
                        ch.fit.residual_rms_w, ch.fit.r_squared);
     out += fmt::format("intervals: {}\n", ch.fit.interval_method);
+    out += concurrency_lines(ch);
   } else {
     out += fmt::format("model fit: not fitted ({}){}\n", ch.fit.why_not,
                        ch.fit.nnls_converged ? "" : "; the table shows the trapezoid's figures");
@@ -255,6 +284,12 @@ nlohmann::json region_json(const RegionRow& r, double baseline_w, double floor_w
               {"model_j_per_call_sensor_j", hw(r.model_j_per_call_sensor_j)},
               {"model_imprecise", r.model_imprecise},
               {"model_sensor_sensitive", r.model_sensor_sensitive}};
+  if (r.model_overlap_calls) {
+    row["model_overlap_time_s"] = opt(r.model_overlap_time_s);
+    row["model_overlap_calls"] = opt(r.model_overlap_calls);
+    row["model_overlap_energy_j"] = opt(r.model_overlap_energy_j);
+    row["model_never_alone"] = r.model_never_alone;
+  }
   if (!r.short_name.empty()) row["short_name"] = r.short_name;
   return row;
 }
@@ -292,7 +327,11 @@ nlohmann::json channel_json(const ChannelReport& ch) {
                     {"nnls_converged", ch.fit.nnls_converged},
                     {"nnls_iterations", ch.fit.nnls_iterations},
                     {"interval_method", ch.fit.interval_method},
-                    {"interval_blocks", ch.fit.interval_blocks}};
+                    {"interval_blocks", ch.fit.interval_blocks},
+                    {"concurrent_readings", ch.fit.concurrent_readings},
+                    {"concurrent_unsplit", ch.fit.concurrent_unsplit},
+                    {"split_span_ms", ch.fit.split_span_ms},
+                    {"never_alone_keys", ch.fit.never_alone_keys}};
   auto setting = [](const SensorSettingFit& f) {
     return json{{"window_ns", f.window_ns},
                 {"delay_ns", f.delay_ns},
@@ -376,6 +415,12 @@ RegionRow row_from_json(const json& x) {
   row.model_j_per_call_sensor_j = half_width(x, "model_j_per_call_sensor_j");
   row.model_imprecise = x.at("model_imprecise").get<bool>();
   row.model_sensor_sensitive = x.at("model_sensor_sensitive").get<bool>();
+  if (x.contains("model_overlap_calls")) {  // only where the split gave the row energy (and from version 2 on)
+    row.model_overlap_time_s = optional_number(x, "model_overlap_time_s");
+    row.model_overlap_calls = optional_number(x, "model_overlap_calls");
+    row.model_overlap_energy_j = optional_number(x, "model_overlap_energy_j");
+    row.model_never_alone = x.at("model_never_alone").get<bool>();
+  }
   return row;
 }
 
@@ -394,6 +439,12 @@ ModelFit fit_from_json(const json& f) {
   fit.nnls_iterations = f.at("nnls_iterations").get<int>();
   fit.interval_method = f.at("interval_method").get<std::string>();
   fit.interval_blocks = f.at("interval_blocks").get<uint64_t>();
+  if (f.contains("concurrent_readings")) {  // reports written before the split have none
+    fit.concurrent_readings = f.at("concurrent_readings").get<uint64_t>();
+    fit.concurrent_unsplit = f.at("concurrent_unsplit").get<uint64_t>();
+    fit.split_span_ms = f.at("split_span_ms").get<double>();
+    fit.never_alone_keys = f.at("never_alone_keys").get<uint64_t>();
+  }
   return fit;
 }
 
