@@ -95,7 +95,11 @@ class Row:
     model_energy_j: float | None
     model_j_per_call: float | None
     model_power_w: float | None
-    flags: tuple[str, ...]  # what weakens the figure: inseparable, imprecise, sensor-sensitive, short, extrapolated
+    flags: tuple[str, ...]  # what weakens the figure: inseparable, imprecise, sensor-sensitive, short, extrapolated,
+    #                         never-alone (a kernel only seen overlapping others: its J/call alone was fitted on those)
+    # Kernels that overlapped others on different streams (the model's split): calls and J/call over them.
+    overlapped_calls: float | None = None
+    overlapped_j_per_call: float | None = None
 
 
 def _flags(r: dict) -> tuple[str, ...]:
@@ -112,6 +116,8 @@ def _flags(r: dict) -> tuple[str, ...]:
         out.append("short")
     if r.get("extrapolated_windows", 0):
         out.append("extrapolated")
+    if r.get("model_never_alone"):
+        out.append("never-alone")
     return tuple(out)
 
 
@@ -119,6 +125,8 @@ def _row(ch: dict, r: dict, lead_model: bool) -> Row:
     model_e, model_jpc = _num(r.get("model_energy_j")), _num(r.get("model_j_per_call"))
     unresolved = r.get("model_inseparable") or r.get("model_imprecise")
     use_model = lead_model and model_e is not None and model_jpc is not None and not unresolved
+    over_calls, over_e = _num(r.get("model_overlap_calls")), _num(r.get("model_overlap_energy_j"))
+    over_jpc = over_e / over_calls if over_calls and over_e is not None else None
     return Row(channel=ch["name"], domain=ch["domain"], device=ch["device"], name=r["name"], kind=r["kind"],
                calls=r["calls"], time_s=r["time_s"],
                energy_j=model_e if use_model else r["energy_j"],
@@ -126,7 +134,8 @@ def _row(ch: dict, r: dict, lead_model: bool) -> Row:
                j_per_call_hw=_num(r.get("model_j_per_call_hw_j")) if use_model else None,
                mode="model" if use_model else "trapezoid", avg_power_w=r["avg_power_w"], baseline_w=ch["baseline_w"],
                trapezoid_energy_j=r["energy_j"], trapezoid_j_per_call=r["j_per_call"], model_energy_j=model_e,
-               model_j_per_call=model_jpc, model_power_w=_num(r.get("model_power_w")), flags=_flags(r))
+               model_j_per_call=model_jpc, model_power_w=_num(r.get("model_power_w")), flags=_flags(r),
+               overlapped_calls=over_calls, overlapped_j_per_call=over_jpc)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("recordings", nargs="+")
     ap.add_argument("--dooly", default="build/default/src/dooly/cli/dooly")
+    ap.add_argument("--span-ms", type=float, help="dooly analyze --overlap-span-ms (default: the engine's)")
     args = ap.parse_args(argv)
+    span = ["--overlap-span-ms", f"{args.span_ms:g}"] if args.span_ms is not None else []
     worst: dict[str, float] = {}
     for path in args.recordings:
         with tempfile.TemporaryDirectory() as d:
@@ -85,9 +87,9 @@ def main(argv=None) -> int:
                 o.write(f.read())
             m = os.path.join(d, "merged.rec")
             merged(path, m)
-            before, _ = rows(analyze(args.dooly, plain))
+            before, _ = rows(analyze(args.dooly, plain, *span))
             additive, _ = rows(analyze(args.dooly, plain, "--no-overlap-split"))
-            after, ch = rows(analyze(args.dooly, m))
+            after, ch = rows(analyze(args.dooly, m, *span))
         fit = ch["model_fit"]
         print(f"{os.path.basename(path)}: floor {fit['intercept_w']:.1f} W, {fit['samples']} readings fitted, "
               f"{fit.get('concurrent_readings', 0)} split (span {fit.get('split_span_ms', 0):g} ms)")

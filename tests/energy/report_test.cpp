@@ -42,6 +42,8 @@ Report sample_report() {
   c.fit.nnls_iterations = 3;
   c.fit.interval_method = "95 %: the wider of a jackknife over 20 blocks of readings and the fit's covariance";
   c.fit.interval_blocks = 20;
+  c.fit.concurrent_readings = 125;
+  c.fit.split_span_ms = 100;
   c.sensor_check.done = true;
   c.sensor_check.given = {25'000'000, 4'000'000, true, 11.25, 0};
   c.sensor_check.neighbours = {{25'000'000, 3'000'000, true, 11.5, 1},
@@ -66,6 +68,9 @@ Report sample_report() {
   a.model_energy_hw_j = 21.25;
   a.model_j_per_call_hw_j = 0.0017;
   a.model_j_per_call_sensor_j = 0.0004;
+  a.model_overlap_time_s = 2.5;  // part of its calls overlapped another stream's kernels (the split)
+  a.model_overlap_calls = 3120.5;
+  a.model_overlap_energy_j = 281.25;
   RegionRow b;
   b.name = "spmv_matvec, \"csr\"";  // a name that needs CSV quoting
   b.kind = Kind::kernel_reduce;

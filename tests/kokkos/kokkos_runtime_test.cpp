@@ -73,7 +73,7 @@ TEST_F(KokkosRuntime, ConnectorReportsEveryKernelRegionSectionAndCopyWithExactCa
   EXPECT_GT(table, r.out.find("kokkos_app:"));
 
   ASSERT_TRUE(fs::exists(dir_ / "run.csv"));
-  EXPECT_EQ(read_text(dir_ / "run.csv").rfind("# dooly-energy-csv v2\n", 0), 0u);
+  EXPECT_EQ(read_text(dir_ / "run.csv").rfind("# dooly-energy-csv v3\n", 0), 0u);
   std::ifstream in(dir_ / "run.json");
   ASSERT_TRUE(in.good());
   const json j = json::parse(in);

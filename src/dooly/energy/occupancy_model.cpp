@@ -142,7 +142,6 @@ double call_share(int64_t in, int64_t t0, int64_t t1, int64_t now) {
 }  // namespace
 
 bool OccupancyModel::concurrent(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open) {
-  if (open.threads() < 2) return false;
   spans_.clear();
   visit<false>(m, x, y, open, [&](KeyId, int32_t device, int64_t t0, int64_t t1, uint32_t) {
     if (device >= 0 && std::min(y, t1) > std::max(x, t0)) spans_.emplace_back(std::max(x, t0), std::min(y, t1));
@@ -209,11 +208,24 @@ bool OccupancyModel::add_row(size_t c, const power::Reading& r, const WindowChar
   const int64_t w = own_window ? r.window_ns : given.window_ns;
   const int64_t b = r.t_ns - given.delay_ns;
   occ_.clear();
-  occupancy(m, b - w, b, +1, open, occ_);
+  bool two_tracks = false;  // device windows of two tracks in the window: the only case that can overlap
+  if (options_.split_overlaps && w > 0) {
+    uint32_t first = UINT32_MAX;
+    visit<false>(m, b - w, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t thread) {
+      const int64_t ns = std::min(b, t1) - std::max(b - w, t0);
+      if (ns <= 0) return;
+      occ_.add(key, ns);
+      if (device < 0) return;
+      if (first == UINT32_MAX) first = thread;
+      two_tracks |= thread != first;
+    });
+  } else {
+    occupancy(m, b - w, b, +1, open, occ_);
+  }
   const bool quiet = occ_.empty();
   const int64_t since = m.last_reading_ns == INT64_MIN ? m.update_ns : r.t_ns - m.last_reading_ns;
   m.last_reading_ns = r.t_ns;
-  if (options_.split_overlaps && !quiet && w > 0 && concurrent(m, b - w, b, open)) {
+  if (two_tracks && concurrent(m, b - w, b, open)) {
     if (shares_.size() < options_.max_split_shares) {
       m.deferred.push_back({r.power_w, b, w, since});
       return false;

@@ -125,7 +125,7 @@ std::string concurrency_lines(const ChannelReport& ch) {
   if (!f.concurrent_readings && !f.concurrent_unsplit) return "";
   std::string out = fmt::format(
       "concurrent kernels: {} readings held kernels overlapping on different streams; their energy above the floor is "
-      "split among the kernels of the {:g} ms before them in proportion to calls x J/call alone{}\n",
+      "split among the kernels of their window and the {:g} ms before it in proportion to calls x J/call alone{}\n",
       f.concurrent_readings, f.split_span_ms,
       f.concurrent_unsplit
           ? fmt::format(" ({} more were fitted as usual: the split's pool was full)", f.concurrent_unsplit)
@@ -236,7 +236,8 @@ std::string to_csv(const Report& report) {
       "channel,domain,device,region,kind,calls,time_s,energy_j,j_per_call,avg_power_w,excl_time_s,excl_energy_j,"
       "short_windows,extrapolated_windows,baseline_w,model_floor_w,model_power_w,model_power_hw_w,model_energy_j,"
       "model_energy_hw_j,model_j_per_call,model_j_per_call_hw_j,model_j_per_call_sensor_j,model_inseparable,"
-      "model_imprecise,model_too_little_data,model_sensor_sensitive\n";
+      "model_imprecise,model_too_little_data,model_sensor_sensitive,model_overlap_time_s,model_overlap_calls,"
+      "model_overlap_energy_j,model_never_alone\n";
   for (const ChannelReport& ch : report.channels) {
     const double floor = ch.fit.fitted ? ch.fit.intercept_w : ch.baseline_w;
     for (const RegionRow& r : ch.rows) {
@@ -245,10 +246,12 @@ std::string to_csv(const Report& report) {
                          num(r.time_s), num(r.energy_j), num(r.j_per_call(ch.baseline_w)), num(r.avg_power_w()),
                          num(r.excl_time_s), num(r.excl_energy_j), r.short_windows, r.extrapolated_windows,
                          num(ch.baseline_w), ch.fit.fitted ? num(floor) : std::string());
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", num(r.model_power_w), num(r.model_power_hw_w),
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},", num(r.model_power_w), num(r.model_power_hw_w),
                          num(r.model_energy_j), num(r.model_energy_hw_j), num(r.model_j_per_call(floor)),
                          num(r.model_j_per_call_hw_j), num(r.model_j_per_call_sensor_j), r.model_inseparable ? 1 : 0,
                          r.model_imprecise ? 1 : 0, r.model_too_little_data ? 1 : 0, r.model_sensor_sensitive ? 1 : 0);
+      out += fmt::format("{},{},{},{}\n", num(r.model_overlap_time_s), num(r.model_overlap_calls),
+                         num(r.model_overlap_energy_j), r.model_never_alone ? 1 : 0);
     }
   }
   return out;

@@ -11,7 +11,7 @@
 
 namespace dooly::energy {
 
-inline constexpr const char* kCsvHeader = "# dooly-energy-csv v2";
+inline constexpr const char* kCsvHeader = "# dooly-energy-csv v3";
 
 std::string format_table(const Report& report);
 std::string to_csv(const Report& report);
