@@ -209,7 +209,7 @@ bool OccupancyModel::add_row(size_t c, const power::Reading& r, const WindowChar
   const int64_t b = r.t_ns - given.delay_ns;
   occ_.clear();
   bool two_tracks = false;  // device windows of two tracks in the window: the only case that can overlap
-  if (options_.split_overlaps && w > 0) {
+  if (options_.split_overlaps && w > 0 && open.threads() >= 2) {  // (one track: the plain scan)
     uint32_t first = UINT32_MAX;
     visit<false>(m, b - w, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t thread) {
       const int64_t ns = std::min(b, t1) - std::max(b - w, t0);
