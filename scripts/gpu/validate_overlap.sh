@@ -8,7 +8,10 @@
 #   3. prints, per kernel and run, J/call concurrent (instance <1>) against alone (instance <0>) in the model mode
 #      with its 95 % interval, in the trapezoid mode, and for a naive split by time (the power above the floor at
 #      each instant shared equally among the kernels running, from the trace), and whether each is within the
-#      10 % goal (summarize_overlap.py).
+#      10 % goal (summarize_overlap.py: the figures as the live library reported them).
+# The engine's split of the overlapped readings (docs/energy-attribution.md, "Concurrent kernels") is checked from
+# the recordings on any machine with the full build: python3 scripts/analysis/overlap_engine_check.py
+# $OUT/run*.recording.gz (each kernel's overlapped calls against its calls alone; commit the recordings to data/runs/).
 # Environment: OUT, WORK, RUNS (default 3), PHASE_S (default 4), TARGET_MS (default 3), DELAY (host: the host varies
 # the overlaps, the default since 2026-12-04; device: a spin kernel does, as the first H200 runs), SKIP_BUILD=1, PYTHON.
 set -euo pipefail
