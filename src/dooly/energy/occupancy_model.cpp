@@ -199,6 +199,37 @@ void OccupancyModel::set_aside(ChannelModel& m, double power_w, int64_t b, int64
   });
 }
 
+bool OccupancyModel::given_occupancy(const ChannelModel& m, int64_t b, int64_t w, const WindowCharger& open) {
+  if (!options_.split_overlaps || w == 0 || open.threads() < 2) {  // no overlap to look for: the plain scan
+    occupancy(m, b - w, b, +1, open, occ_);
+    return false;
+  }
+  bool two_tracks = false;
+  uint32_t first = UINT32_MAX;
+  visit<false>(m, b - w, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t thread) {
+    const int64_t ns = std::min(b, t1) - std::max(b - w, t0);
+    if (ns <= 0) return;
+    occ_.add(key, ns);
+    if (device < 0) return;
+    if (first == UINT32_MAX) first = thread;
+    two_tracks |= thread != first;
+  });
+  return two_tracks;
+}
+
+bool OccupancyModel::defer_if_concurrent(ChannelModel& m, const power::Reading& r, int64_t b, int64_t w,
+                                         bool two_tracks, const WindowCharger& open) {
+  const int64_t since = m.last_reading_ns == INT64_MIN ? m.update_ns : r.t_ns - m.last_reading_ns;
+  m.last_reading_ns = r.t_ns;
+  if (!two_tracks || !concurrent(m, b - w, b, open)) return false;
+  if (shares_.size() >= options_.max_split_shares) {
+    ++m.concurrent_unsplit;  // the pool is full: fitted as usual
+    return false;
+  }
+  m.deferred.push_back({r.power_w, b, w, since});
+  return true;
+}
+
 bool OccupancyModel::add_row(size_t c, const power::Reading& r, const WindowCharger& open) {
   ChannelModel& m = channels_[c];
   const bool own_window = r.window_ns >= 0;
@@ -208,30 +239,9 @@ bool OccupancyModel::add_row(size_t c, const power::Reading& r, const WindowChar
   const int64_t w = own_window ? r.window_ns : given.window_ns;
   const int64_t b = r.t_ns - given.delay_ns;
   occ_.clear();
-  bool two_tracks = false;  // device windows of two tracks in the window: the only case that can overlap
-  if (options_.split_overlaps && w > 0 && open.threads() >= 2) {  // (one track: the plain scan)
-    uint32_t first = UINT32_MAX;
-    visit<false>(m, b - w, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t thread) {
-      const int64_t ns = std::min(b, t1) - std::max(b - w, t0);
-      if (ns <= 0) return;
-      occ_.add(key, ns);
-      if (device < 0) return;
-      if (first == UINT32_MAX) first = thread;
-      two_tracks |= thread != first;
-    });
-  } else {
-    occupancy(m, b - w, b, +1, open, occ_);
-  }
+  const bool two_tracks = given_occupancy(m, b, w, open);
   const bool quiet = occ_.empty();
-  const int64_t since = m.last_reading_ns == INT64_MIN ? m.update_ns : r.t_ns - m.last_reading_ns;
-  m.last_reading_ns = r.t_ns;
-  if (two_tracks && concurrent(m, b - w, b, open)) {
-    if (shares_.size() < options_.max_split_shares) {
-      m.deferred.push_back({r.power_w, b, w, since});
-      return false;
-    }
-    ++m.concurrent_unsplit;  // the pool is full: fitted as usual
-  }
+  if (defer_if_concurrent(m, r, b, w, two_tracks, open)) return false;
   build_row(m.given, occ_, w, options_.max_keys, x_);
   add_row_to(m.given, x_, r.power_w);
   if (m.blocks_kept) add_to_block(m, x_, r.power_w);

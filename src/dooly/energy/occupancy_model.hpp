@@ -160,6 +160,13 @@ class OccupancyModel {
   // m's devices reaching into [x, y) (kPoint: holding the instant y).
   template <bool kPoint, typename F>
   void visit(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open, F&& f);
+  // The given setting's occupancy of the window of w ns ending at b into occ_; true when device windows of two
+  // tracks lie in it (only then can they overlap), looked for only where the split is on.
+  bool given_occupancy(const ChannelModel& m, int64_t b, int64_t w, const WindowCharger& open);
+  // Notes the reading's instant; true when its window (w ns ending at b) holds concurrent kernels and it was
+  // deferred for the split (false: it is fitted, also when the split's pool is full).
+  bool defer_if_concurrent(ChannelModel& m, const power::Reading& r, int64_t b, int64_t w, bool two_tracks,
+                           const WindowCharger& open);
   // Whether two device windows on different tracks overlap inside [x, y).
   bool concurrent(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open);
   // Sets a reading aside for the split (its window of w ns ends at b; `since`: ns since the channel's previous

@@ -22,6 +22,14 @@ namespace {
 // The longest wait before the start's baseline measurement (a sensor window longer than this is unusual).
 constexpr int64_t kMaxBaselineSettleNs = 5'000'000'000;
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
+
+// The attribution's own settings: baseline, the model fit, the split of concurrent kernels.
+void attribution_from(const SettingValues& v, AttributorOptions& a) {
+  if (auto x = v.number("BASELINE_W")) a.baseline_w = *x;
+  if (auto x = v.flag("FIT")) a.model = *x;
+  if (auto x = v.flag("OVERLAP_SPLIT")) a.split_overlaps = *x;
+  if (auto x = v.number("OVERLAP_SPAN_MS")) a.split_span_ns = ms_to_ns(*x);
+}
 }  // namespace
 
 ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
@@ -34,12 +42,9 @@ ProfilerOptions ProfilerOptions::from_settings(const SettingValues& v) {
     o.period_given = true;
   }
   if (auto x = v.number("BASELINE_MS")) o.baseline_measure_ns = ms_to_ns(*x);
-  if (auto x = v.number("BASELINE_W")) o.attribution.baseline_w = *x;
   if (auto x = v.number("SENSOR_WINDOW_MS")) o.sensor_window_ns = ms_to_ns(*x);
   if (auto x = v.number("SENSOR_DELAY_MS")) o.sensor_delay_ns = ms_to_ns(*x);
-  if (auto x = v.flag("FIT")) o.attribution.model = *x;
-  if (auto x = v.flag("OVERLAP_SPLIT")) o.attribution.split_overlaps = *x;
-  if (auto x = v.number("OVERLAP_SPAN_MS")) o.attribution.split_span_ns = ms_to_ns(*x);
+  attribution_from(v, o.attribution);
   if (auto x = v.choice("MODE")) o.mode = mode_from_string(*x);
   if (auto x = v.text("RECORD")) o.record_path = *x;
   if (auto x = v.whole("MAX_EVENTS")) o.max_buffered_events = static_cast<size_t>(*x);

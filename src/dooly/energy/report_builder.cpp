@@ -91,73 +91,93 @@ std::unordered_set<int> trusted_columns(const Fit& fit, const Design& d) {
     if (d.gram(col, 0) >= 3.0 && !fit.inseparable[static_cast<size_t>(col)]) ok.insert(col);
   return ok;
 }
+// What the split reads, at one set of coefficients.
+struct SplitInput {
+  const std::vector<std::pair<KeyId, double>>& shares;
+  const std::vector<ConcurrentRow>& rows;
+  const Eigen::VectorXd& beta;
+  size_t c;
+  const WindowCharger& charger;
+  double above_j(const ConcurrentRow& r) const {  // the slice's energy above the floor
+    return std::max(0.0, r.power_w - beta(0)) * static_cast<double>(r.slice_ns) * 1e-9;
+  }
+};
+using KeyValues = std::unordered_map<KeyId, double>;
+
+// The J/calls alone of the kernels without a trusted column (`unknown`: key -> index), fitted on the set-aside
+// readings with the others' (`j`) held fixed; NaN where the readings do not determine them (fewer than two
+// readings per unknown, or one not separable from the others, as model_fit.cpp judges a column).
+void fit_never_alone(const SplitInput& in, const std::unordered_map<KeyId, int>& unknown, KeyValues& j) {
+  const auto u = static_cast<Eigen::Index>(unknown.size());
+  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(u, u);
+  Eigen::VectorXd xty = Eigen::VectorXd::Zero(u), x(u);
+  for (const ConcurrentRow& r : in.rows) {
+    // The slice's energy scaled to the span the calls were counted over.
+    double y = in.above_j(r) * static_cast<double>(r.span_ns) / static_cast<double>(std::max<int64_t>(1, r.slice_ns));
+    x.setZero();
+    for (uint32_t i = 0; i < r.count; ++i) {
+      const auto& [key, calls] = in.shares[r.first + i];
+      if (auto it = unknown.find(key); it != unknown.end())
+        x(it->second) += calls;
+      else
+        y -= j[key] * calls;
+    }
+    gram.selfadjointView<Eigen::Lower>().rankUpdate(x);
+    xty += x * y;
+  }
+  gram = gram.selfadjointView<Eigen::Lower>();
+  bool determined = in.rows.size() >= 2 * unknown.size() + 2;
+  Eigen::MatrixXd g = gram;
+  g.diagonal().array() += 1e-10 * std::max(1.0, g.diagonal().mean());
+  const Eigen::MatrixXd ginv = g.ldlt().solve(Eigen::MatrixXd::Identity(u, u));
+  for (Eigen::Index i = 0; i < u; ++i) determined &= gram(i, i) > 0 && 1.0 / ginv(i, i) >= 1e-4 * gram(i, i);
+  const Eigen::VectorXd fitted = determined ? nnls_normal(gram, xty).x : Eigen::VectorXd();
+  for (const auto& [key, i] : unknown) j[key] = determined ? fitted(i) : std::numeric_limits<double>::quiet_NaN();
+}
+
+// Each set-aside reading's energy above the floor shared by calls x J/call alone (by time, calls x mean duration,
+// where no kernel of it draws anything alone or one has no J/call).
+KeyValues share_out(const SplitInput& in, const KeyValues& j) {
+  KeyValues energy;
+  std::vector<double> w;
+  for (const ConcurrentRow& r : in.rows) {
+    w.assign(r.count, 0.0);
+    double total = 0;
+    for (uint32_t i = 0; i < r.count; ++i)
+      total += w[i] = in.shares[r.first + i].second * j.at(in.shares[r.first + i].first);
+    if (!(total > 0)) {
+      total = 0;
+      for (uint32_t i = 0; i < r.count; ++i)
+        total += w[i] = in.shares[r.first + i].second * mean_duration_s(in.shares[r.first + i].first, in.c, in.charger);
+    }
+    if (total <= 0) continue;
+    const double above = in.above_j(r);
+    for (uint32_t i = 0; i < r.count; ++i) energy[in.shares[r.first + i].first] += above * w[i] / total;
+  }
+  return energy;
+}
+
 Split split_concurrent(const OccupancyModel& model, size_t c, const Eigen::VectorXd& beta, const Design& d,
                        const std::unordered_set<int>& trusted, const WindowCharger& charger) {
-  Split out;
-  const auto& shares = model.split_shares();
-  const std::vector<ConcurrentRow>& rows = model.concurrent_rows(c);
-  auto above_j = [&](const ConcurrentRow& r) {
-    return std::max(0.0, r.power_w - beta(0)) * static_cast<double>(r.slice_ns) * 1e-9;
-  };
-  // J/call alone of every key of the split: from the fit where it has a column.
-  std::unordered_map<KeyId, double> j;
-  std::unordered_map<KeyId, int> unknown;  // key -> index among those without a column
-  for (const ConcurrentRow& r : rows)
+  const SplitInput in{model.split_shares(), model.concurrent_rows(c), beta, c, charger};
+  // J/call alone of every key of the split: from the fit where it has a trusted column.
+  KeyValues j;
+  std::unordered_map<KeyId, int> unknown;  // key -> index among the others
+  for (const ConcurrentRow& r : in.rows)   // (the pool holds every channel's: this channel's rows point into it)
     for (uint32_t i = 0; i < r.count; ++i) {
-      const KeyId key = shares[r.first + i].first;
+      const KeyId key = in.shares[r.first + i].first;
       if (j.count(key) || unknown.count(key)) continue;
       if (auto col = d.column.find(key); col != d.column.end() && trusted.count(col->second))
         j[key] = beta(col->second) * mean_duration_s(key, c, charger);
       else
         unknown.emplace(key, static_cast<int>(unknown.size()));
     }
+  Split out;
   if (!unknown.empty()) {
-    const auto u = static_cast<Eigen::Index>(unknown.size());
-    Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(u, u);
-    Eigen::VectorXd xty = Eigen::VectorXd::Zero(u), x(u);
-    for (const ConcurrentRow& r : rows) {
-      double y = above_j(r) * static_cast<double>(r.span_ns) / static_cast<double>(std::max<int64_t>(1, r.slice_ns));
-      x.setZero();
-      for (uint32_t i = 0; i < r.count; ++i) {
-        const auto& [key, calls] = shares[r.first + i];
-        if (auto it = unknown.find(key); it != unknown.end())
-          x(it->second) += calls;
-        else
-          y -= j[key] * calls;
-      }
-      gram.selfadjointView<Eigen::Lower>().rankUpdate(x);
-      xty += x * y;
-    }
-    gram = gram.selfadjointView<Eigen::Lower>();
-    // Only where the readings determine them (at least two per unknown and each one separable from the others,
-    // as model_fit.cpp judges a column); else the readings holding them are split by time.
-    bool determined = rows.size() >= 2 * unknown.size() + 2;
-    Eigen::MatrixXd g = gram;
-    g.diagonal().array() += 1e-10 * std::max(1.0, g.diagonal().mean());
-    const Eigen::MatrixXd ginv = g.ldlt().solve(Eigen::MatrixXd::Identity(u, u));
-    for (Eigen::Index i = 0; i < u; ++i) determined &= gram(i, i) > 0 && 1.0 / ginv(i, i) >= 1e-4 * gram(i, i);
-    const Eigen::VectorXd fitted = determined ? nnls_normal(gram, xty).x : Eigen::VectorXd();
-    for (const auto& [key, i] : unknown) {
-      j[key] = determined ? fitted(i) : std::numeric_limits<double>::quiet_NaN();
-      out.never_alone.insert(key);
-    }
+    fit_never_alone(in, unknown, j);
+    for (const auto& [key, i] : unknown) out.never_alone.insert(key);
   }
-  std::vector<double> w;
-  for (const ConcurrentRow& r : rows) {
-    const double above = above_j(r);
-    w.assign(r.count, 0.0);
-    double total = 0;
-    for (uint32_t i = 0; i < r.count; ++i) total += w[i] = shares[r.first + i].second * j[shares[r.first + i].first];
-    if (!(total > 0)) {  // no kernel draws anything alone, or one has no J/call: by time (calls x mean duration)
-      total = 0;
-      for (uint32_t i = 0; i < r.count; ++i) {
-        const auto& [key, calls] = shares[r.first + i];
-        total += w[i] = calls * mean_duration_s(key, c, charger);
-      }
-    }
-    if (total <= 0) continue;
-    for (uint32_t i = 0; i < r.count; ++i) out.energy_j[shares[r.first + i].first] += above * w[i] / total;
-  }
+  out.energy_j = share_out(in, j);
   return out;
 }
 
