@@ -358,6 +358,19 @@ TEST(RankReduce, ModelFiguresWhenEveryRankHasThem) {
   EXPECT_EQ(k.model_energy_j->max_rank, 1);
   ASSERT_TRUE(k.model_j_per_call());
   EXPECT_DOUBLE_EQ(*k.model_j_per_call(), (370.0 - 90.0 * 2.0) / 8.0);
+  // Calls split as overlapped on each rank (the model's split of concurrent kernels): summed over the ranks.
+  files[0].report.channels[0].rows[0].model_overlap_calls = 2.0;
+  files[0].report.channels[0].rows[0].model_overlap_energy_j = 30.0;
+  files[1].report.channels[0].rows[0].model_overlap_calls = 1.5;
+  files[1].report.channels[0].rows[0].model_overlap_energy_j = 25.0;
+  red = reduce_ranks(files, 2);
+  const ReducedRow& o = row_of(red.channels[0], "k");
+  ASSERT_TRUE(o.overlap_j_per_call());
+  EXPECT_DOUBLE_EQ(*o.overlap_calls, 3.5);
+  EXPECT_DOUBLE_EQ(*o.overlap_j_per_call(), 55.0 / 3.5);
+  EXPECT_NE(format_ranks_table(red).find("overlapped: k: 15.714 J/call over 4 of its 8 calls"), std::string::npos)
+      << format_ranks_table(red);
+  EXPECT_EQ(ranks_to_json(red)["channels"][0]["regions"][0]["overlap_calls"], 3.5);
   // One rank without the model's figure: no model sum (it would not be one).
   files[1].report.channels[0].rows[0].model_energy_j.reset();
   files[1].report.channels[0].fit.fitted = false;

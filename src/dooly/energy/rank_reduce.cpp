@@ -43,6 +43,7 @@ struct RowAccumulator {
   bool shared_device = false;
   bool joint = false;
   std::vector<RankFigures> per_rank;
+  std::optional<double> overlap_calls, overlap_energy_j;
 };
 
 void reduce_devices(const std::vector<const RankFile*>& files, const std::vector<std::string>& joint,
@@ -91,6 +92,8 @@ ReducedRow finish_row(RowAccumulator& a, const std::vector<int>& ranks) {
   row.shared_device = a.shared_device;
   row.joint = a.joint;
   row.per_rank = std::move(a.per_rank);
+  row.overlap_calls = a.overlap_calls;
+  row.overlap_energy_j = a.overlap_energy_j;
   return row;
 }
 
@@ -123,6 +126,10 @@ struct ChannelRows {
       a.shared_device = a.shared_device || device.shared();
       a.joint = a.joint || device.joint;
       a.per_rank.push_back(RankFigures{rank, r.calls, r.time_s, r.energy_j, r.model_energy_j});
+      if (r.model_overlap_calls && r.model_overlap_energy_j) {
+        a.overlap_calls = a.overlap_calls.value_or(0.0) + *r.model_overlap_calls;
+        a.overlap_energy_j = a.overlap_energy_j.value_or(0.0) + *r.model_overlap_energy_j;
+      }
     }
   }
 };

@@ -53,8 +53,15 @@ struct ReducedRow {
   bool shared_device = false;
   bool joint = false;
   std::vector<RankFigures> per_rank;  // in rank order, ranks that have the row
+  // Kernels that overlapped others (the model's split of concurrent kernels), summed over the ranks that split
+  // some of its calls: those calls and their energy above the floor.
+  std::optional<double> overlap_calls, overlap_energy_j;
 
   double j_per_call() const noexcept { return calls.sum > 0 ? net_energy_j / calls.sum : 0.0; }
+  std::optional<double> overlap_j_per_call() const noexcept {
+    if (!overlap_calls || !overlap_energy_j || *overlap_calls <= 0) return std::nullopt;
+    return *overlap_energy_j / *overlap_calls;
+  }
   std::optional<double> model_j_per_call() const noexcept {
     if (!model_net_energy_j || calls.sum <= 0) return std::nullopt;
     return *model_net_energy_j / calls.sum;

@@ -96,6 +96,10 @@ std::string channel_footer(const RanksReport& report, const ReducedChannel& ch) 
     out +=
         "+ on a device other ranks measured too, attributed once from their recordings: every rank's windows "
         "against one rank's readings, each rank's regions apart\n";
+  for (const ReducedRow& r : ch.rows)  // kernels that overlapped others (the model's split), over the ranks
+    if (const auto jpc = r.overlap_j_per_call(); jpc && *r.overlap_calls >= 0.5)
+      out += fmt::format("overlapped: {}: {} J/call over {:.0f} of its {} calls\n", shorten(r.name, 48), compact(*jpc),
+                         *r.overlap_calls, static_cast<uint64_t>(r.calls.sum));
   return out;
 }
 
@@ -295,6 +299,9 @@ json ranks_to_json(const RanksReport& report) {
                               {"model_energy_j", r.model_energy_j ? stat_json(*r.model_energy_j) : json(nullptr)},
                               {"model_net_energy_j", opt(r.model_net_energy_j)},
                               {"model_j_per_call", opt(r.model_j_per_call())},
+                              {"overlap_calls", opt(r.overlap_calls)},
+                              {"overlap_energy_j", opt(r.overlap_energy_j)},
+                              {"overlap_j_per_call", opt(r.overlap_j_per_call())},
                               {"shared_device", r.shared_device},
                               {"joint", r.joint},
                               {"per_rank", per_rank}});
