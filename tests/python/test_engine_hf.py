@@ -243,7 +243,10 @@ def test_a_timed_run_splits_every_step_into_the_engines_phases(llama):
         assert 0 < t["schedule_s"] <= t["prepare_s"] and t["launch_s"] > 0 and t["update_s"] > 0
         parts = t["prepare_s"] + t["kwargs_s"] + t["launch_s"] + t["sync_s"] + t["update_s"]
         assert parts <= t["step_s"] and t["other_s"] == pytest.approx(t["step_s"] - parts)
-        assert t["other_s"] < 0.5 * t["step_s"]  # the phases hold the step: nothing large is unaccounted
+    # The phases hold the step: nothing large is unaccounted. Over the run, not per step: a step of ~15 ms on a
+    # loaded 2-core machine can lose the CPU between two phases (CI runs this beside a pip install).
+    other = sum(s.times["other_s"] for s in timed)
+    assert other < 0.5 * sum(s.times["step_s"] for s in timed), [s.times for s in timed]
     bp = llama._manager.batch_processor
     for obj, name in ((bp, "prepare_next_batch"), (bp, "update_batch"), (bp.scheduler, "schedule_batch"),
                       (bp.model_runner, "compute_batch"), (bp.inputs_and_outputs, "get_model_kwargs")):
