@@ -141,22 +141,6 @@ double call_share(int64_t in, int64_t t0, int64_t t1, int64_t now) {
 }
 }  // namespace
 
-bool OccupancyModel::concurrent(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open) {
-  spans_.clear();
-  visit<false>(m, x, y, open, [&](KeyId, int32_t device, int64_t t0, int64_t t1, uint32_t) {
-    if (device >= 0 && std::min(y, t1) > std::max(x, t0)) spans_.emplace_back(std::max(x, t0), std::min(y, t1));
-  });
-  if (spans_.size() < 2) return false;
-  // A track's own windows are disjoint (segments are innermost stretches), so any overlap is between tracks.
-  std::sort(spans_.begin(), spans_.end());
-  int64_t reach = INT64_MIN;
-  for (const auto& [a, b] : spans_) {
-    if (a < reach) return true;
-    reach = std::max(reach, b);
-  }
-  return false;
-}
-
 void OccupancyModel::release_deferred(ChannelModel& m, const WindowCharger& open, bool all) {
   while (!m.deferred.empty()) {
     const ChannelModel::Deferred d = m.deferred.front();
@@ -181,22 +165,23 @@ void OccupancyModel::set_aside(ChannelModel& m, double power_w, int64_t b, int64
   // its own duration inside it; a window still open counts the share of its time so far.
   const int64_t x = b - w - options_.split_span_ns;
   calls_.clear();
+  slice_calls_.clear();
   visit<false>(m, x, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t) {
     const int64_t in = std::min(b, t1) - std::max(x, t0);
     if (device < 0 || in <= 0) return;
     calls_[key] += call_share(in, t0, t1, b);
+    const int64_t in_slice = std::min(b, t1) - std::max(b - slice, t0);  // the slice ends the span
+    if (in_slice > 0) slice_calls_.emplace_back(key, in_slice, call_share(in_slice, t0, t1, b));
   });
   if (calls_.empty()) return;
   ConcurrentRow row{power_w, slice, b - x, static_cast<uint32_t>(shares_.size()), static_cast<uint32_t>(calls_.size())};
   for (const auto& kv : calls_) shares_.push_back(kv);
   m.concurrent.push_back(row);
-  visit<false>(m, b - slice, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t) {
-    const int64_t in = std::min(b, t1) - std::max(b - slice, t0);
-    if (device < 0 || in <= 0) return;
-    SliceTotals& s = m.slices[key];
-    s.ns += in;
-    s.calls += call_share(in, t0, t1, b);
-  });
+  for (const auto& [key, ns, calls] : slice_calls_) {
+    SliceTotals& st = m.slices[key];
+    st.ns += ns;
+    st.calls += calls;
+  }
 }
 
 bool OccupancyModel::given_occupancy(const ChannelModel& m, int64_t b, int64_t w, const WindowCharger& open) {
@@ -204,24 +189,28 @@ bool OccupancyModel::given_occupancy(const ChannelModel& m, int64_t b, int64_t w
     occupancy(m, b - w, b, +1, open, occ_);
     return false;
   }
-  bool two_tracks = false;
-  uint32_t first = UINT32_MAX;
-  visit<false>(m, b - w, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t thread) {
+  spans_.clear();
+  visit<false>(m, b - w, b, open, [&](KeyId key, int32_t device, int64_t t0, int64_t t1, uint32_t) {
     const int64_t ns = std::min(b, t1) - std::max(b - w, t0);
     if (ns <= 0) return;
     occ_.add(key, ns);
-    if (device < 0) return;
-    if (first == UINT32_MAX) first = thread;
-    two_tracks |= thread != first;
+    if (device >= 0) spans_.emplace_back(std::max(b - w, t0), std::min(b, t1));
   });
-  return two_tracks;
+  if (spans_.size() < 2) return false;
+  // A track's own windows are disjoint (segments are innermost stretches), so any overlap is between tracks.
+  std::sort(spans_.begin(), spans_.end());
+  int64_t reach = INT64_MIN;
+  for (const auto& [x, y] : spans_) {
+    if (x < reach) return true;
+    reach = std::max(reach, y);
+  }
+  return false;
 }
 
-bool OccupancyModel::defer_if_concurrent(ChannelModel& m, const power::Reading& r, int64_t b, int64_t w,
-                                         bool two_tracks, const WindowCharger& open) {
+bool OccupancyModel::defer_if_concurrent(ChannelModel& m, const power::Reading& r, int64_t b, int64_t w, bool overlap) {
   const int64_t since = m.last_reading_ns == INT64_MIN ? m.update_ns : r.t_ns - m.last_reading_ns;
   m.last_reading_ns = r.t_ns;
-  if (!two_tracks || !concurrent(m, b - w, b, open)) return false;
+  if (!overlap) return false;
   if (shares_.size() >= options_.max_split_shares) {
     ++m.concurrent_unsplit;  // the pool is full: fitted as usual
     return false;
@@ -239,9 +228,9 @@ bool OccupancyModel::add_row(size_t c, const power::Reading& r, const WindowChar
   const int64_t w = own_window ? r.window_ns : given.window_ns;
   const int64_t b = r.t_ns - given.delay_ns;
   occ_.clear();
-  const bool two_tracks = given_occupancy(m, b, w, open);
+  const bool overlap = given_occupancy(m, b, w, open);
   const bool quiet = occ_.empty();
-  if (defer_if_concurrent(m, r, b, w, two_tracks, open)) return false;
+  if (defer_if_concurrent(m, r, b, w, overlap)) return false;
   build_row(m.given, occ_, w, options_.max_keys, x_);
   add_row_to(m.given, x_, r.power_w);
   if (m.blocks_kept) add_to_block(m, x_, r.power_w);

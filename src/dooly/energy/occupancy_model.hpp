@@ -20,6 +20,7 @@
 // split among those kernels in proportion to their calls times their J/call alone.
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -161,14 +162,11 @@ class OccupancyModel {
   template <bool kPoint, typename F>
   void visit(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open, F&& f);
   // The given setting's occupancy of the window of w ns ending at b into occ_; true when device windows of two
-  // tracks lie in it (only then can they overlap), looked for only where the split is on.
+  // tracks overlap in it (looked for only where the split is on and there are two tracks).
   bool given_occupancy(const ChannelModel& m, int64_t b, int64_t w, const WindowCharger& open);
-  // Notes the reading's instant; true when its window (w ns ending at b) holds concurrent kernels and it was
+  // Notes the reading's instant; true when its window (w ns ending at b) holds an overlap and the reading was
   // deferred for the split (false: it is fitted, also when the split's pool is full).
-  bool defer_if_concurrent(ChannelModel& m, const power::Reading& r, int64_t b, int64_t w, bool two_tracks,
-                           const WindowCharger& open);
-  // Whether two device windows on different tracks overlap inside [x, y).
-  bool concurrent(const ChannelModel& m, int64_t x, int64_t y, const WindowCharger& open);
+  bool defer_if_concurrent(ChannelModel& m, const power::Reading& r, int64_t b, int64_t w, bool overlap);
   // Sets a reading aside for the split (its window of w ns ends at b; `since`: ns since the channel's previous
   // reading).
   void set_aside(ChannelModel& m, double power_w, int64_t b, int64_t w, int64_t since, const WindowCharger& open);
@@ -188,6 +186,7 @@ class OccupancyModel {
   std::vector<std::pair<int, double>> x_;
   std::vector<std::pair<int64_t, int64_t>> spans_;
   std::unordered_map<KeyId, double> calls_;
+  std::vector<std::tuple<KeyId, int64_t, double>> slice_calls_;  // (key, ns, calls) in a set-aside slice
   std::vector<std::pair<KeyId, double>> shares_;
 };
 
