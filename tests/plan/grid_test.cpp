@@ -42,6 +42,35 @@ TEST(Grid, TheShippedDefaultParses) {
   // The input policy the H200 composition check chose (docs/results/2026-12-03-h200-issue11-session5.md).
   EXPECT_EQ(g.measure.inputs, "warm");
   EXPECT_EQ(measure_json(g.measure).at("inputs"), "warm");
+  // MoE routing: forced onto fewer experts and skewed, over a coarser token grid than the uniform sweep.
+  EXPECT_FALSE(g.moe.empty());
+  EXPECT_LT(g.moe.tokens.size(), g.tokens_for("matmul").size());
+  EXPECT_EQ(g.moe.experts.front(), 1);
+  EXPECT_EQ(g.moe.skew_percent, (std::vector<int64_t>{50, 100, 200}));
+}
+
+TEST(Grid, MoeRoutingSection) {
+  json j = minimal();
+  EXPECT_TRUE(parse_grid(j, "g.json").moe.empty());
+  j["moe"] = json::parse(R"({"tokens": [4, 64], "skew": [1.25]})");
+  const Grid g = parse_grid(j, "g.json");
+  EXPECT_EQ(g.moe.tokens, (std::vector<int64_t>{4, 64}));
+  EXPECT_TRUE(g.moe.experts.empty());
+  EXPECT_EQ(g.moe.skew_percent, (std::vector<int64_t>{125}));
+  j["moe"] = json::parse(R"({"tokens": [4]})");
+  EXPECT_NE(error_of(j).find("moe: give 'experts' (forced routing), 'skew' (skewed routing) or both"),
+            std::string::npos);
+  j["moe"] = json::parse(R"({"tokens": [4], "skew": [1.234]})");
+  EXPECT_NE(error_of(j).find("moe.skew[0]: must be a number in (0, 10] in steps of 0.01 (got 1.234)"),
+            std::string::npos);
+  j["moe"] = json::parse(R"({"tokens": [4], "skew": [0]})");
+  EXPECT_NE(error_of(j).find("moe.skew[0]"), std::string::npos);
+  j["moe"] = json::parse(R"({"tokens": [4], "experts": [0]})");
+  EXPECT_NE(error_of(j).find("moe.experts[0]: must be an integer in [1, "), std::string::npos);
+  j["moe"] = json::parse(R"({"tokens": [4], "experts": [2], "router": "topk"})");
+  EXPECT_NE(error_of(j).find("moe: unknown field 'router'"), std::string::npos);
+  j["moe"] = json::parse(R"({"experts": [2]})");
+  EXPECT_NE(error_of(j).find("moe: missing field 'tokens'"), std::string::npos);
 }
 
 TEST(Grid, MinimalGridAndDefaults) {

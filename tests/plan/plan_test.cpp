@@ -342,6 +342,56 @@ TEST(Plan, ShardsAreDisjointAndCoverThePlan) {
   for (const char* bad : {"3/3", "-1/2", "1", "a/b", "1/0", "0/2x"}) EXPECT_THROW(parse_shard(bad), InputError) << bad;
 }
 
+// A MoE's grouped GEMM: the first linear of the first trace's first step made into `_grouped_mm(rows, weights,
+// offsets)` over 4 experts, 2 rows a token (what OLMoE's experts record, smaller).
+TEST(Plan, AGroupedGemmIsAlsoMeasuredUnderForcedAndSkewedRouting) {
+  Fixture f;
+  f.grid.moe = {{1, 16}, {1, 2, 4, 8}, {100}};
+  trace::OpRecord* op = nullptr;
+  trace::DimLabel tokens;
+  for (trace::OpRecord& o : f.traces[0].steps[0].ops)
+    for (const trace::DimLabel& d : o.inputs.empty() ? std::vector<trace::DimLabel>{} : o.inputs[0].shape)
+      if (!op && o.op == "linear" && d.value_form == "NUM_TOKS") op = &o, tokens = d;
+  ASSERT_NE(op, nullptr);
+  auto fixed = [](int64_t v) {
+    return trace::DimLabel{v, taint::Kind::model_config, std::to_string(v), std::to_string(v)};
+  };
+  const trace::DimLabel rows{2 * tokens.value, taint::Kind::mix, "2*NUM_TOKS", "2*NUM_TOKS"};
+  op->op = "_grouped_mm";
+  op->inputs = {
+      {{rows, fixed(8)}, "bfloat16", {}}, {{fixed(4), fixed(8), fixed(8)}, "bfloat16", {}}, {{fixed(4)}, "int32", {}}};
+  op->outputs = {{{rows, fixed(8)}, "bfloat16", {}}};
+  op->scalars.clear();
+  const Plan p = build_plan(f.db, {f.paths[0]}, {f.traces[0]}, f.grid, 0, {});
+  const UnitPlan* g = nullptr;
+  for (const UnitPlan& u : p.units)
+    if (u.name == "_grouped_mm") g = &u;
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->point_class, "moe");
+  std::set<std::string> keys;
+  for (const PointPlan& pt : g->points) keys.insert(pt.key);
+  // Uniform over the token grid (keys as before); at 1 token the 2 rows reach 2 experts: forced onto 1, and skewed;
+  // at 16 tokens (32 rows) all 4: forced onto 1 and 2 (4 and 8 reach no fewer than uniform), and skewed.
+  EXPECT_EQ(keys,
+            (std::set<std::string>{
+                R"({"NUM_TOKS":1})", R"({"NUM_TOKS":16})", R"({"NUM_TOKS":64})",
+                R"({"MOE_EXPERTS":1,"MOE_SKEW":0,"NUM_TOKS":1})", R"({"MOE_EXPERTS":4,"MOE_SKEW":100,"NUM_TOKS":1})",
+                R"({"MOE_EXPERTS":1,"MOE_SKEW":0,"NUM_TOKS":16})", R"({"MOE_EXPERTS":2,"MOE_SKEW":0,"NUM_TOKS":16})",
+                R"({"MOE_EXPERTS":4,"MOE_SKEW":100,"NUM_TOKS":16})"}));
+  for (const PointPlan& pt : g->points)
+    if (pt.key.find("MOE_") != std::string::npos) {
+      EXPECT_TRUE(pt.bindings.count("MOE_EXPERTS") && pt.bindings.count("MOE_SKEW")) << pt.key;
+      EXPECT_EQ(pt.bindings.at("NUM_TOKS"), pt.composition.num_tokens());
+    }
+  EXPECT_EQ(to_json(p).at("units").size(), p.units.size());
+  // Without the grid's section, only the uniform sweep; other units never get routing points.
+  f.grid.moe = {};
+  for (const UnitPlan& u : build_plan(f.db, {f.paths[0]}, {f.traces[0]}, f.grid, 0, {}).units) {
+    EXPECT_NE(u.point_class, "moe") << u.name;
+    if (u.name == "_grouped_mm") EXPECT_EQ(u.points.size(), 3u);
+  }
+}
+
 TEST(Plan, TheJsonCarriesWhatTheWorkerReads) {
   Fixture f;
   const json j = to_json(f.plan());

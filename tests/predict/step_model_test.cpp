@@ -210,6 +210,88 @@ TEST_F(StepModelTest, BadRequestsAreOneLineNamingTheFix) {
                         db.path(), t.traced));
 }
 
+// A MoE model beside tiny-llama: one grouped GEMM (4 experts, 2 routed rows a token) measured uniformly on the
+// tiny store's token grid and at two routing points: forced onto 2 experts (2x the uniform cost at 16 tokens, 3x
+// at 256) and skewed with exponent 1 (1.5x the time, 1.2x the energy at both).
+TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
+  const int64_t moe = db.upsert_model({0, "tiny-moe", "olmoe", "OlmoeForCausalLM", "cfg-moe"});
+  const int64_t gemm =
+      db.upsert_signature(
+            std::string(64, 'e'), "_grouped_mm", store::SignatureKind::op,
+            R"({"inputs":[{"dtype":"bfloat16","shape":["MIX:2*NUM_TOKS","8"]},{"dtype":"bfloat16","shape":["4","8","8"]},)"
+            R"({"dtype":"int32","shape":["4"]}],"kind":"op","name":"_grouped_mm","v":1})",
+            R"({"rule":"matmul","example_module":"model.layers.0.mlp.experts"})")
+          .id;
+  db.replace_occurrences(moe, t.traced, std::vector<store::Occurrence>{{gemm, store::Phase::prefill, 3}});
+  auto cost = [](double tok) { return 10e-6 + 1e-9 * tok; };
+  for (double tok = 1; tok <= 4096; tok *= 2)
+    db.insert_measurement(testing::tiny_point(gemm, t.measured, fmt::format(R"({{"NUM_TOKS":{}}})", tok), cost(tok)));
+  auto routed = [&](const char* key, double tok, double time_ratio, double energy_ratio) {
+    store::Measurement m = testing::tiny_point(gemm, t.measured, key, cost(tok) * time_ratio);
+    m.energy_j = cost(tok) * TinyStore::power_w * energy_ratio;
+    db.insert_measurement(m);
+  };
+  routed(R"({"MOE_EXPERTS":2,"MOE_SKEW":0,"NUM_TOKS":16})", 16, 2.0, 2.0);
+  routed(R"({"MOE_EXPERTS":2,"MOE_SKEW":0,"NUM_TOKS":256})", 256, 3.0, 3.0);
+  routed(R"({"MOE_EXPERTS":4,"MOE_SKEW":100,"NUM_TOKS":16})", 16, 1.5, 1.2);
+  routed(R"({"MOE_EXPERTS":4,"MOE_SKEW":100,"NUM_TOKS":256})", 256, 1.5, 1.2);
+  StepModelOptions o = tiny("paged|sdpa[efficient]");
+  o.model = "tiny-moe";
+  // Uniform: the routing points stay out of the predictor, fitted on the uniform points alone.
+  const StepModel uniform = StepModel::load(db, o);
+  const StepCost u64 = uniform.predict(parse_composition("64"));
+  EXPECT_NEAR(u64.device_s, 3 * cost(64), 1e-3 * cost(64));
+  EXPECT_NEAR(u64.energy_j, 3 * cost(64) * TinyStore::power_w, 1e-3 * cost(64) * TinyStore::power_w);
+  // Forced onto 2 experts: the ratio at a routing point, between them in log tokens, held beyond them, and 1 where
+  // 2 rows (1 token) reach no more than 2 experts anyway.
+  o.moe_routing = parse_moe_routing("experts:2");
+  const StepModel forced = StepModel::load(db, o);
+  EXPECT_NEAR(forced.predict(parse_composition("16")).device_s, 3 * 2.0 * cost(16), 1e-3 * cost(16));
+  EXPECT_NEAR(forced.predict(parse_composition("64")).device_s, 3 * 2.5 * cost(64), 1e-3 * cost(64));
+  EXPECT_NEAR(forced.predict(parse_composition("1024")).device_s, 3 * 3.0 * cost(1024), 1e-3 * cost(1024));
+  EXPECT_NEAR(forced.predict(parse_composition("2")).device_s, 3 * 2.0 * cost(2), 1e-3 * cost(2));
+  EXPECT_NEAR(forced.predict(parse_composition("1")).device_s, 3 * cost(1), 1e-3 * cost(1));
+  EXPECT_NEAR(forced.explain(parse_composition("64")).total.device_s, 3 * 2.5 * cost(64), 1e-3 * cost(64));
+  // Skewed: time and energy each by their own ratio.
+  o.moe_routing = parse_moe_routing("skew:1");
+  const StepCost s64 = StepModel::load(db, o).predict(parse_composition("64"));
+  EXPECT_NEAR(s64.device_s, 3 * 1.5 * cost(64), 1e-3 * cost(64));
+  EXPECT_NEAR(s64.energy_j, 3 * 1.2 * cost(64) * TinyStore::power_w, 1e-3 * cost(64) * TinyStore::power_w);
+  // A routing not measured, and routing asked of a dense model: one line each, naming what was measured.
+  auto message = [&](StepModelOptions opt) {
+    try {
+      StepModel::load(db, opt);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  o.moe_routing = parse_moe_routing("experts:1");
+  EXPECT_NE(message(o).find(fmt::format("_grouped_mm of tiny-moe (signature {}) was not measured under MoE routing "
+                                        "experts:1 (measured: experts:2, skew:1) — measure it (`dooly profile`",
+                                        gemm)),
+            std::string::npos)
+      << message(o);
+  StepModelOptions dense = tiny();
+  dense.moe_routing = parse_moe_routing("skew:0.5");
+  EXPECT_NE(message(dense).find("MoE routing skew:0.5 asked for, but the steps of tiny-llama hold no measured grouped "
+                                "GEMM"),
+            std::string::npos)
+      << message(dense);
+}
+
+TEST(MoeRoutingText, ParsesAndFormats) {
+  EXPECT_FALSE(parse_moe_routing("uniform"));
+  EXPECT_EQ(parse_moe_routing("experts:8")->experts, 8);
+  EXPECT_EQ(parse_moe_routing("skew:1.25")->skew_percent, 125);
+  EXPECT_EQ(format_moe_routing(parse_moe_routing("skew:1.25")), "skew:1.25");
+  EXPECT_EQ(format_moe_routing(parse_moe_routing("experts:8")), "experts:8");
+  EXPECT_EQ(format_moe_routing(std::nullopt), "uniform");
+  for (const char* bad :
+       {"", "forced", "experts:0", "experts:2x", "skew:0", "skew:11", "skew:1.234", "skew:", "zipf:1"})
+    EXPECT_THROW(parse_moe_routing(bad), InputError) << bad;
+}
+
 TEST(CompositionText, ParsesAndFormats) {
   const plan::Composition c = parse_composition("256, 8x1@1024,3@5");
   ASSERT_EQ(c.requests.size(), 10u);

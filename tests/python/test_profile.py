@@ -269,6 +269,50 @@ def test_a_grouped_gemm_routes_every_expert_its_share_of_the_rows():
         torch.testing.assert_close(out[lo:hi].float(), (x[lo:hi].float() @ w[e].float()), rtol=2e-2, atol=2e-2)
 
 
+def test_a_grouped_gemm_routing_point_forces_or_skews_the_rows_it_names():
+    """The plan's MoE routing points (MOE_EXPERTS, MOE_SKEW): the rows go to that many experts, evenly or with
+    expert i's share ~ 1/(i+1)^s, every row routed, and the GEMM computes each group against its own expert."""
+    import torch
+
+    from dooly.profile.units import ModuleUnit, OpUnit, UnitError, routed_rows
+
+    assert routed_rows(16, 6, None) == [3, 3, 2, 3, 3, 2]  # uniform, as before the routing points
+    assert routed_rows(3, 6, None) == [1, 0, 1, 0, 1, 0]
+    assert routed_rows(16, 6, (2, 0.0)) == [8, 0, 0, 8, 0, 0]  # forced onto 2, spread over the index range
+    assert routed_rows(16, 6, (1, 0.0)) == [16, 0, 0, 0, 0, 0]
+    # 1/(i+1) of 64 over 8: 23.55, 11.77, 7.85, 5.89, 4.71, 3.92, 3.36, 2.94; floors, then largest remainders
+    assert routed_rows(64, 8, (8, 1.0)) == [23, 12, 8, 6, 5, 4, 3, 3]
+    steep = routed_rows(10, 8, (8, 10.0))  # one expert takes nearly all; the others keep one row each
+    assert steep == [3, 1, 1, 1, 1, 1, 1, 1]
+    assert routed_rows(3, 8, (8, 1.0)).count(0) == 5  # fewer rows than experts: one row each for three
+    rows = _dim(8, "MIX", "8*NUM_TOKS")
+    op = {"seq": 0, "call": 0, "op": "_grouped_mm", "module": "m.experts", "fn": "torch._grouped_mm",
+          "call_args": {"args": [{"in": 0}, {"in": 1}], "kwargs": {"offs": {"in": 2}}},
+          "inputs": [{"shape": [rows, _dim(16)], "dtype": "bfloat16"},
+                     {"shape": [_dim(6), _dim(16), _dim(8)], "dtype": "bfloat16"},
+                     {"shape": [_dim(6)], "dtype": "int32"}],
+          "outputs": [{"shape": [rows, _dim(8)], "dtype": "bfloat16"}], "scalars": [], "kernels": []}
+    unit = OpUnit(op, torch.device("cpu"))
+    for bindings, want in (({"NUM_TOKS": 4, "MOE_EXPERTS": 3, "MOE_SKEW": 0}, [11, 0, 11, 0, 10, 0]),
+                           ({"NUM_TOKS": 4, "MOE_EXPERTS": 6, "MOE_SKEW": 200}, routed_rows(32, 6, (6, 2.0)))):
+        unit.prepare(bindings, warm_activations=True)
+        (x, w), kw = unit.copies[0]
+        offs = kw["offs"]
+        sizes = torch.diff(offs, prepend=torch.zeros(1, dtype=offs.dtype)).tolist()
+        assert sizes == want and int(offs[-1]) == 32
+        out = unit.call()
+        e = max(range(6), key=lambda i: sizes[i])
+        lo, hi = int(offs[e]) - sizes[e], int(offs[e])
+        torch.testing.assert_close(out[lo:hi].float(), (x[lo:hi].float() @ w[e].float()), rtol=2e-2, atol=2e-2)
+    # Routing points of anything else are refused, not measured as uniform routing under a routing key.
+    other = dict(op, op="mm", fn="torch.mm")
+    with pytest.raises(UnitError, match="routes nothing"):
+        OpUnit(other, torch.device("cpu")).prepare({"NUM_TOKS": 4, "MOE_EXPERTS": 3, "MOE_SKEW": 0})
+    module = ModuleUnit(torch.nn.Identity(), {"inputs": {"args": [], "kwargs": {}}}, 1, torch.device("cpu"))
+    with pytest.raises(UnitError, match="own router"):
+        module.prepare({"NUM_TOKS": 4, "MOE_EXPERTS": 3, "MOE_SKEW": 0})
+
+
 def test_warm_activations_share_the_step_sized_inputs_and_cycle_the_weights():
     """The composition check's --inputs warm: a linear's activation is one tensor in every copy (in the engine the
     previous op has just written it), its weight one per copy (it comes from HBM); an op of activations only has

@@ -5,8 +5,9 @@ Dimensions take their value from the point: NONE / MODEL_CONFIG / UNKNOWN dims k
 dims are their value form evaluated at the point's bindings (dooly_core.eval_dim). Integer tensors get values valid
 for their role: indices into the dimension they index (distinct where they fit, as the engine's cache writes are),
 token ids below the vocabulary, a grouped GEMM's offsets uniform over its experts (every expert its share of the
-routed rows); boolean tensors are all false (a mask that selects nothing is valid for every
-masked op; an all-true one is not for masked_scatter)."""
+routed rows) or as a routing point of the plan asks (MOE_EXPERTS, MOE_SKEW: forced onto fewer experts, skewed);
+boolean tensors are all false (a mask that selects nothing is valid for every masked op; an all-true one is not for
+masked_scatter)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,44 @@ def _request_sized(info: dict) -> bool:
     return any(d.get("k") not in _FIXED_KINDS for d in info.get("shape", []) if isinstance(d, dict))
 
 
-def _uniform_offsets(rows: int, experts: int, dtype, device) -> torch.Tensor:
-    """Uniform routing: expert e ends at row ceil((e + 1) * rows / experts), every expert gets its share of the
-    routed rows (all zeros, the default for an integer input, would route no row and measure no work)."""
-    ends = [-(-(e + 1) * rows // experts) for e in range(experts)]
+def routing_of(bindings: dict | None) -> tuple[int, float] | None:
+    """A point's routing control (the plan's MoE routing points, docs/profile.md "MoE routing"): (experts that may
+    receive rows, skew exponent), or None for uniform routing."""
+    if not bindings or "MOE_EXPERTS" not in bindings:
+        return None
+    return int(bindings["MOE_EXPERTS"]), int(bindings.get("MOE_SKEW", 0)) / 100.0
+
+
+def routed_rows(rows: int, experts: int, routing: tuple[int, float] | None) -> list[int]:
+    """Rows per expert. Uniform (None): expert e ends at row ceil((e + 1) * rows / experts), every expert its share
+    of the routed rows (as many experts as the rows reach). (k, s): the rows go to k experts spread over the index
+    range, expert i of them a share ~ 1/(i + 1)^s (s = 0: evenly), each at least one row where the rows allow."""
+    if routing is None:
+        ends = [-(-(e + 1) * rows // experts) for e in range(experts)]
+        return [b - a for a, b in zip([0] + ends[:-1], ends)]
+    k = max(1, min(routing[0], experts, rows))
+    w = [(i + 1) ** -routing[1] for i in range(k)]
+    exact = [rows * x / sum(w) for x in w]
+    counts = [max(1, int(x)) if rows >= k else int(i < rows) for i, x in enumerate(exact)]
+    by_remainder = sorted(range(k), key=lambda i: (-(exact[i] - int(exact[i])), i))
+    while sum(counts) < rows:  # the rows floor() dropped, largest remainder first
+        for i in by_remainder[:rows - sum(counts)]:
+            counts[i] += 1
+    while sum(counts) > rows:  # the ones max(1, .) added, taken from the largest shares
+        counts[max(range(k), key=lambda i: (counts[i], -i))] -= 1
+    out = [0] * experts
+    for i, c in enumerate(counts):
+        out[i * experts // k] = c
+    return out
+
+
+def _routed_offsets(rows: int, experts: int, dtype, device, routing=None) -> torch.Tensor:
+    """A grouped GEMM's offsets: each expert's end row (all zeros, the default for an integer input, would route no
+    row and measure no work)."""
+    ends, total = [], 0
+    for c in routed_rows(rows, experts, routing):
+        total += c
+        ends.append(total)
     return torch.tensor(ends, dtype=dtype, device=device)
 
 
@@ -79,7 +114,8 @@ def _dim_arg(op: dict) -> int:
     return int(v) if isinstance(v, int) else 0
 
 
-def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[list[int]], gen) -> torch.Tensor:
+def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[list[int]], gen,
+                routing=None) -> torch.Tensor:
     numel = math.prod(shape)
     name = op["op"]
     if name == "embedding" and k == 0 and len(shapes) > 1 and shapes[1]:
@@ -90,7 +126,7 @@ def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[
     elif name in ("getitem", "setitem") and k > 0 and shapes and shapes[0]:
         high = min(shapes[0])
     elif name in _GROUPED_MM_OPS and k == 2 and len(shape) == 1 and shapes and shapes[0]:
-        return _uniform_offsets(shapes[0][0], numel, dtype, device)
+        return _routed_offsets(shapes[0][0], numel, dtype, device, routing)
     else:
         return torch.zeros(shape, dtype=dtype, device=device)
     high = max(int(high), 1)
@@ -102,18 +138,19 @@ def _int_tensor(op: dict, k: int, shape: list[int], dtype, device, shapes: list[
 
 
 def make_tensor(info: dict, shape: list[int], device, gen, op: dict | None = None, k: int = 0,
-                shapes: list[list[int]] | None = None) -> torch.Tensor:
+                shapes: list[list[int]] | None = None, routing=None) -> torch.Tensor:
     """An input of the recorded dtype at `shape`, with values valid for its role, in the recorded layout: a
     transposed view, a slice of a fused projection or an expanded head launch the kernels they launched in the
-    trace, where a contiguous copy would not (a `contiguous` of a contiguous tensor launches none)."""
+    trace, where a contiguous copy would not (a `contiguous` of a contiguous tensor launches none). `routing`: a
+    grouped GEMM's (routing_of)."""
     if "strides" not in info:
-        return _values(info, shape, device, gen, op, k, shapes)
+        return _values(info, shape, device, gen, op, k, shapes, routing)
     strides, offset, storage = layout_at(info, shape)
     dtype = getattr(torch, info["dtype"])
     if dtype.is_floating_point or dtype.is_complex:  # random everywhere: any view of it reads random values
         return _values(info, [storage], device, gen, None).as_strided(shape, strides, offset)
     view = torch.zeros(storage, dtype=dtype, device=device).as_strided(shape, strides, offset)
-    dst, src = view, _values(info, shape, device, gen, op, k, shapes)
+    dst, src = view, _values(info, shape, device, gen, op, k, shapes, routing)
     for d, st in enumerate(strides):  # a broadcast dim holds one value: write through one slice of it
         if st == 0 and shape[d] > 1:
             dst, src = dst.narrow(d, 0, 1), src.narrow(d, 0, 1)
@@ -128,14 +165,14 @@ def layout_at(info: dict, shape: list[int]) -> tuple[list[int], int, int]:
 
 
 def _values(info: dict, shape: list[int], device, gen, op: dict | None = None, k: int = 0,
-            shapes: list[list[int]] | None = None) -> torch.Tensor:
+            shapes: list[list[int]] | None = None, routing=None) -> torch.Tensor:
     dtype = getattr(torch, info["dtype"])
     if dtype.is_floating_point or dtype.is_complex:
         return torch.randn(shape, dtype=dtype, device=device, generator=gen)
     if dtype == torch.bool:
         return torch.zeros(shape, dtype=dtype, device=device)
     if op is not None:
-        return _int_tensor(op, k, shape, dtype, device, shapes or [], gen)
+        return _int_tensor(op, k, shape, dtype, device, shapes or [], gen, routing)
     return torch.zeros(shape, dtype=dtype, device=device)
 
 
@@ -239,15 +276,18 @@ class OpUnit(_Unit):
         copy, so only the weights cycle past the L2 (the composition check's --inputs warm)."""
         inputs = self.op["inputs"]
         shapes = [shape_at(i, bindings) for i in inputs]
+        routing = routing_of(bindings)
+        if routing is not None and self.op["op"] not in _GROUPED_MM_OPS:
+            raise UnitError(f"a routing point (MOE_EXPERTS) of an op that routes nothing: {self.op['op']}")
         shared: dict[int, torch.Tensor] = {}
 
         def make(a, gen):  # the input's role decides its integer values (index ranges from the other inputs)
             k = a["in"]
             if warm_activations and _request_sized(inputs[k]):
                 if k not in shared:
-                    shared[k] = make_tensor(inputs[k], shapes[k], self.device, gen, self.op, k, shapes)
+                    shared[k] = make_tensor(inputs[k], shapes[k], self.device, gen, self.op, k, shapes, routing)
                 return shared[k]
-            return make_tensor(inputs[k], shapes[k], self.device, gen, self.op, k, shapes)
+            return make_tensor(inputs[k], shapes[k], self.device, gen, self.op, k, shapes, routing)
 
         self._prepare(self.op["call_args"], bindings, copies, seed, make)
 
@@ -277,6 +317,9 @@ class ModuleUnit(_Unit):
         return walk(self.record)
 
     def prepare(self, bindings, copies: int = 1, seed: int = 0) -> None:
+        if routing_of(bindings) is not None:  # its own router decides; the point would be uniform routing mislabelled
+            raise UnitError("a routing point (MOE_EXPERTS) needs the grouped GEMM alone; a module routes with its "
+                            "own router")
         self._prepare(self.record, bindings, copies, seed,
                       lambda a, gen: make_tensor(a["t"], shape_at(a["t"], bindings), self.device, gen))
 

@@ -1,6 +1,6 @@
 // dooly predict fit --db DB [--provenance ID] [--force]
 // dooly predict step --db DB --model NAME --attention BACKEND --composition TEXT [--provenance ID] [--graphs on|off]
-//                   [--terms]
+//                   [--moe-routing uniform|experts:K|skew:S] [--terms]
 // fit: fits the predictors whose points changed (dooly::predict::fit_store) and prints the held-out error by op class
 // with the share of step time each class holds for a reference step. step: one step's predicted device time and
 // energy, by op class (dooly::predict::StepModel). docs/predict.md.
@@ -50,6 +50,7 @@ struct StepArgs {
   std::string composition;
   int64_t provenance = 0;
   std::string graphs = "on";
+  std::string moe_routing = "uniform";
   bool terms = false;
 };
 
@@ -150,12 +151,14 @@ void run_step(const StepArgs& a) {
   if (a.graphs != "on" && a.graphs != "off")
     DOOLY_THROW(InputError, "use --graphs on or --graphs off", "unknown --graphs '{}'", a.graphs);
   const plan::Composition composition = predict::parse_composition(a.composition);  // checked before the store
+  const std::optional<predict::MoeRouting> moe_routing = predict::parse_moe_routing(a.moe_routing);
   store::Store db = store::Store::open(a.db, store::Store::Mode::read_only);
   predict::StepModelOptions o;
   o.model = a.model;
   o.attention = a.attention;
   if (a.provenance > 0) o.measurement_provenance_id = a.provenance;
   o.cuda_graphs = a.graphs == "on";
+  o.moe_routing = moe_routing;
   const predict::StepModel m = predict::StepModel::load(db, o);
   const predict::StepBreakdown b = m.explain(composition);
   print(fmt::format(
@@ -217,6 +220,9 @@ void setup_predict(CLI::App& app) {
       ->required();
   step->add_option("--provenance", s->provenance, "the measurement provenance (default: the one covering most)");
   step->add_option("--graphs", s->graphs, "engine host cost with CUDA graphs on or off")->capture_default_str();
+  step->add_option("--moe-routing", s->moe_routing,
+                   "MoE models: the grouped GEMMs' routing, uniform, experts:K or skew:S (the store's routing points)")
+      ->capture_default_str();
   step->add_flag("--terms", s->terms, "list every term (signature x count) with its time, energy and model");
   step->callback([s] { run_step(*s); });
 }

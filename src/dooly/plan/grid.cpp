@@ -1,5 +1,6 @@
 #include "dooly/plan/grid.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -125,6 +126,28 @@ void by_class(const json& j, const char* key, const std::string& origin, F one) 
   for (const auto& [cls, v] : c.items()) one(cls, v, fmt::format("{}: {}.{}", origin, key, utf8::echo(cls)));
 }
 
+void parse_moe(const json& m, const std::string& origin, MoeRouting& r) {
+  const std::string mw = origin + ": moe";
+  only_keys(m, {"tokens", "experts", "skew"}, mw);
+  r.tokens = int_list(m, "tokens", mw);
+  if (m.contains("experts")) r.experts = int_list(m, "experts", mw);
+  if (m.contains("skew")) {
+    const json& v = m.at("skew");
+    if (!v.is_array() || v.empty()) DOOLY_THROW(InputError, kFix, "{}.skew: must be a non-empty list", mw);
+    for (size_t i = 0; i < v.size(); ++i) {
+      // Stored in the point key as an integer percent: 0.01 steps, up to 10 (a share ~ 1/(i+1)^10 is one expert).
+      const double s = v[i].is_number() ? v[i].get<double>() : -1;
+      const double pct = std::round(s * 100);
+      if (!(s > 0 && s <= 10) || std::abs(pct - s * 100) > 1e-6)
+        DOOLY_THROW(InputError, kFix, "{}.skew[{}]: must be a number in (0, 10] in steps of 0.01 (got {})", mw, i,
+                    v[i].dump());
+      r.skew_percent.push_back(static_cast<int64_t>(pct));
+    }
+  }
+  if (r.experts.empty() && r.skew_percent.empty())
+    DOOLY_THROW(InputError, kFix, "{}: give 'experts' (forced routing), 'skew' (skewed routing) or both", mw);
+}
+
 void parse_measure(const json& m, const std::string& origin, MeasureSettings& s) {
   const std::string mw = origin + ": measure";
   only_keys(m,
@@ -157,7 +180,7 @@ void parse_measure(const json& m, const std::string& origin, MeasureSettings& s)
 Grid parse_grid(const json& j, const std::string& origin) {
   only_keys(j,
             {"version", "comment", "tokens", "tokens_by_class", "requests", "compositions",
-             "composition_stride_by_class", "bounds", "measure"},
+             "composition_stride_by_class", "moe", "bounds", "measure"},
             origin);
   if (!j.contains("version") || !j.at("version").is_number_integer() || j.at("version").get<int>() != kGridVersion)
     DOOLY_THROW(InputError, kFix, "{}: grid file version {} is not supported (this build reads version {})", origin,
@@ -184,6 +207,7 @@ Grid parse_grid(const json& j, const std::string& origin) {
       g.max_kv_tokens = positive(b.at("max_kv_tokens"), origin + ": bounds.max_kv_tokens");
   }
   if (j.contains("measure")) parse_measure(j.at("measure"), origin, g.measure);
+  if (j.contains("moe")) parse_moe(j.at("moe"), origin, g.moe);
   for (size_t i = 0; i < g.requests.size(); ++i)
     if (g.requests[i] > g.max_tokens)
       DOOLY_THROW(InputError, kFix, "{}: requests[{}] = {} exceeds bounds.max_tokens {} (a decode is one token)",

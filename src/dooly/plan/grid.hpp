@@ -12,6 +12,9 @@
 //      "decode":  {"batch": [...], "context": [...]},      batch requests of one new token each after context
 //      "mixed":   [{"decodes": 8, "decode_context": 1024, "chunk": 256, "chunk_context": 0}, ...]},
 //    "composition_stride_by_class": {"view": 8},  every k-th composition (and the last) for these op classes
+//    "moe": {"tokens": [16, 64, ...],         a MoE's grouped GEMM (its experts) also under controlled routing:
+//            "experts": [1, 2, 4, ...],         forced: the routed rows spread evenly over this many experts
+//            "skew": [0.5, 1.0, ...]},          skewed: expert i of E gets a share of the rows ~ 1/(i+1)^s
 //    "bounds": {"max_tokens": 8192, "max_kv_tokens": 262144},
 //    "measure": {"warmup_s": 0.02, "min_time_s": 0.15, "max_time_s": 2.0, "min_reps": 10, "rel_ci": 0.01,
 //                "point_timeout_s": 60, "settle_s": 0.5, "settle_min_latency_s": 0.001, "capped_settle_s": 2.0,
@@ -31,6 +34,18 @@ inline constexpr int kGridVersion = 1;
 
 struct MixedPoint {
   int64_t decodes = 0, decode_context = 0, chunk = 0, chunk_context = 0;
+};
+
+// The routing sweep of a MoE's grouped GEMM (docs/profile.md, "MoE routing"). Every grouped GEMM op is measured
+// over its token grid with the routed rows spread evenly over every expert (uniform, as a balanced router sends
+// them); where this section is present, also at `tokens` with the rows forced onto fewer experts and with skewed
+// shares. Its points bind MOE_EXPERTS (experts that may receive rows) and MOE_SKEW (the exponent x 100) besides
+// NUM_TOKS.
+struct MoeRouting {
+  std::vector<int64_t> tokens;
+  std::vector<int64_t> experts;  // forced counts; those a uniform spread reaches anyway are skipped
+  std::vector<int64_t> skew_percent;
+  bool empty() const noexcept { return tokens.empty() || (experts.empty() && skew_percent.empty()); }
 };
 
 struct MeasureSettings {
@@ -64,6 +79,7 @@ struct Grid {
   std::vector<int64_t> decode_batch, decode_context;
   std::vector<MixedPoint> mixed;
   std::map<std::string, int64_t> composition_stride_by_class;
+  MoeRouting moe;
   int64_t max_tokens = 8192;
   int64_t max_kv_tokens = 262144;
   MeasureSettings measure;

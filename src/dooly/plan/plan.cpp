@@ -131,6 +131,49 @@ PointPlan point_at(const Sig& s, Composition c, const MeasureSettings& measure) 
   return p;
 }
 
+// A MoE's grouped GEMM op (`_grouped_mm(rows, expert weights, offsets)`): the experts (the offsets' one fixed dim)
+// and the routed rows' value form, or nullopt for any other unit. A module holding one routes with its own router.
+struct GroupedGemm {
+  int64_t experts = 0;
+  const trace::DimLabel* rows = nullptr;
+};
+std::optional<GroupedGemm> grouped_gemm(const Sig& s) {
+  if (!s.is_op || s.ops.size() != 1) return std::nullopt;
+  const trace::OpRecord& op = *s.ops.front();
+  if ((op.op != "_grouped_mm" && op.op != "grouped_mm") || op.inputs.size() < 3) return std::nullopt;
+  const trace::TensorInfo& offs = op.inputs[2];
+  const trace::TensorInfo& rows = op.inputs[0];
+  if (offs.shape.size() != 1 || request_side(offs.shape[0].kind) || offs.shape[0].value < 2 || rows.shape.empty() ||
+      !request_side(rows.shape[0].kind))
+    return std::nullopt;
+  return GroupedGemm{offs.shape[0].value, &rows.shape[0]};
+}
+
+// The routing points of a grouped GEMM (Grid::moe): at each of the section's token counts, the rows forced onto
+// each listed number of experts that the uniform spread does not reach anyway, and skewed over every expert.
+void add_routing_points(const Sig& s, const Grid& grid, std::vector<PointPlan>& points) {
+  const auto g = grouped_gemm(s);
+  if (!g || grid.moe.empty() || s.swept != std::set<std::string>{"NUM_TOKS"}) return;
+  for (const int64_t t : grid.moe.tokens) {
+    if (t > grid.max_tokens) continue;
+    const Composition c{{{t, 0}}};
+    const int64_t rows = evaluate(g->rows->value_form, [&](const std::string& name) { return c.value_of(name); });
+    const int64_t reached = std::min(rows, g->experts);  // a uniform spread's experts
+    auto add = [&](int64_t experts, int64_t skew) {
+      PointPlan p = point_at(s, c, grid.measure);
+      json key = json::parse(p.key);
+      key["MOE_EXPERTS"] = p.bindings["MOE_EXPERTS"] = experts;
+      key["MOE_SKEW"] = p.bindings["MOE_SKEW"] = skew;
+      p.key = key.dump();
+      points.push_back(std::move(p));
+    };
+    for (const int64_t k : grid.moe.experts)
+      if (k < reached) add(k, 0);
+    if (reached >= 2)
+      for (const int64_t pct : grid.moe.skew_percent) add(g->experts, pct);
+  }
+}
+
 std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& point_class) {
   const auto equal = traced_equalities(s);
   std::vector<PointPlan> points;
@@ -142,6 +185,9 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
     PointPlan p = point_at(s, std::move(c), grid.measure);
     if (keys.insert(p.key).second) points.push_back(std::move(p));
   }
+  const size_t uniform = points.size();
+  add_routing_points(s, grid, points);
+  if (points.size() > uniform) point_class = "moe";
   if (s.no_kernel() && points.size() > 1) point_class = "no_kernel";
   // Largest first: an out-of-memory point then trims what lies beyond it before time is spent there.
   auto size_of = [](const PointPlan& p) {

@@ -46,7 +46,8 @@ struct UnitPlan {
   std::vector<std::string> swept;    // step quantities its dimensions depend on
   std::map<std::string, int64_t> fixed;  // engine limits its dimensions depend on, at the trace's values
   // "fixed" | "tokens" | "requests" | "compositions" | "no_kernel" (an op that launched no kernel in any GPU
-  // trace holding it: measured at the largest point of its grid only)
+  // trace holding it: measured at the largest point of its grid only) | "moe" (a grouped GEMM: its token grid
+  // routed uniformly, plus the grid's routing points, which bind MOE_EXPERTS and MOE_SKEW)
   std::string point_class;
   std::string resolution = "unresolved";  // "unresolved" (not tried yet) | "runs" | "absorbed" (module units)
   std::vector<PointPlan> points;          // to measure, largest first

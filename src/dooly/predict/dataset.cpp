@@ -40,9 +40,34 @@ std::vector<std::pair<std::string, double>> bindings(const std::string& key) {
   return out;
 }
 
-// Keeps, per key, the newest row (rows arrive in id order) and the quantity set of the newest row overall.
-void finish(SignatureData& d,
-            std::vector<std::pair<std::vector<std::pair<std::string, double>>, MeasuredPoint>>& rows) {
+using Bindings = std::vector<std::pair<std::string, double>>;
+
+// A routing point's bindings as a RoutedPoint; nullopt for any other key.
+std::optional<RoutedPoint> routed_of(const Bindings& b, const MeasuredPoint& p) {
+  std::optional<double> experts, skew, tokens;
+  for (const auto& [name, value] : b) {
+    if (name == "MOE_EXPERTS") experts = value;
+    if (name == "MOE_SKEW") skew = value;
+    if (name == "NUM_TOKS") tokens = value;
+  }
+  if (!experts) return std::nullopt;
+  return RoutedPoint{tokens.value_or(0), static_cast<int64_t>(*experts), static_cast<int64_t>(skew.value_or(0)),
+                     p.latency_s, p.energy_j};
+}
+
+// Keeps, per key, the newest row (rows arrive in id order) and the quantity set of the newest row overall that is
+// not a routing point; routing points go to `routed`.
+void finish(SignatureData& d, std::vector<std::pair<Bindings, MeasuredPoint>>& rows) {
+  std::map<std::string, RoutedPoint> routed;
+  for (auto it = rows.begin(); it != rows.end();) {
+    if (auto r = routed_of(it->first, it->second)) {
+      routed[it->second.key] = *r;
+      it = rows.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [key, r] : routed) d.routed.push_back(r);
   if (rows.empty()) return;
   const auto& newest = rows.back().first;
   for (const auto& [name, value] : newest) d.quantities.push_back(name);
@@ -68,7 +93,7 @@ std::vector<SignatureData> read(store::Store& store, int64_t provenance_id, std:
   select.bind(":prov", provenance_id);
   if (signature_id) select.bind(":sig", *signature_id);
   std::vector<SignatureData> out;
-  std::vector<std::pair<std::vector<std::pair<std::string, double>>, MeasuredPoint>> rows;
+  std::vector<std::pair<Bindings, MeasuredPoint>> rows;
   while (select.step()) {
     const int64_t sig = select.column_int64(0);
     if (out.empty() || out.back().signature_id != sig) {

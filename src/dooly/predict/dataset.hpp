@@ -35,12 +35,23 @@ struct MeasuredPoint {
   std::string grid_sha256;  // extra_json.grid_sha256, '' when not recorded
 };
 
+// A point of a MoE routing sweep (keys binding MOE_EXPERTS and MOE_SKEW, docs/profile.md "MoE routing"): kept out
+// of the signature's predictor, which is fitted on its uniformly routed points; the step model scales by them.
+struct RoutedPoint {
+  double tokens = 0;         // NUM_TOKS
+  int64_t experts = 0;       // MOE_EXPERTS
+  int64_t skew_percent = 0;  // MOE_SKEW
+  double latency_s = 0;
+  std::optional<double> energy_j;
+};
+
 struct SignatureData {
   int64_t signature_id = 0;
   int64_t provenance_id = 0;
   std::vector<std::string> quantities;  // the swept quantities, sorted (as in the keys)
   std::vector<MeasuredPoint> points;    // one per key, sorted by key
   size_t other_key_rows = 0;            // ok rows whose key binds other quantities than the newest row's (ignored)
+  std::vector<RoutedPoint> routed;      // routing points (newest row per key), by key
 };
 
 // Every signature with ok, keyed measurements under the provenance, ordered by signature id (one query).

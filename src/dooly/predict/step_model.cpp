@@ -1,6 +1,7 @@
 #include "dooly/predict/step_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dooly/common/error.hpp"
+#include "dooly/plan/value_expr.hpp"
 #include "dooly/predict/fitter.hpp"
 #include "dooly/store/store.hpp"
 
@@ -52,6 +54,34 @@ std::string first_attempt_error(const std::string& attempts_json) {
 
 }  // namespace
 
+std::optional<MoeRouting> parse_moe_routing(const std::string& text) {
+  const std::string fix = "give uniform, experts:K (the rows forced onto K experts) or skew:S (0 < S <= 10)";
+  if (text == "uniform") return std::nullopt;
+  const size_t colon = text.find(':');
+  const std::string kind = text.substr(0, colon), value = colon == std::string::npos ? "" : text.substr(colon + 1);
+  MoeRouting r;
+  try {
+    size_t used = 0;
+    if (kind == "experts") {
+      r.experts = std::stoll(value, &used);
+      if (used == value.size() && r.experts >= 1) return r;
+    } else if (kind == "skew") {
+      const double v = std::stod(value, &used);
+      r.skew_percent = static_cast<int64_t>(std::llround(v * 100));
+      if (used == value.size() && v > 0 && v <= 10 && std::abs(v * 100 - static_cast<double>(r.skew_percent)) < 1e-6)
+        return r;
+    }
+  } catch (const std::exception&) {
+  }
+  DOOLY_THROW(InputError, fix, "unknown MoE routing '{}'", text);
+}
+
+std::string format_moe_routing(const std::optional<MoeRouting>& r) {
+  if (!r) return "uniform";
+  if (r->skew_percent > 0) return fmt::format("skew:{:g}", static_cast<double>(r->skew_percent) / 100);
+  return fmt::format("experts:{}", r->experts);
+}
+
 std::string_view to_string(StepKind kind) noexcept {
   return kind == StepKind::prefill ? "prefill" : kind == StepKind::decode ? "decode" : "mixed";
 }
@@ -80,6 +110,10 @@ class StepModelLoader {
     m_.measurement_provenance_ = find_measurement_provenance(model.id);
     for (const store::SignatureUse& use : uses)
       if (use.signature.kind == store::SignatureKind::op) add_use(use);
+    if (options_.moe_routing && m_.routings_.empty())
+      DOOLY_THROW(InputError, "leave MoE routing at uniform for a dense model",
+                  "MoE routing {} asked for, but the steps of {} hold no measured grouped GEMM (a MoE's experts)",
+                  format_moe_routing(options_.moe_routing), m_.model_name_);
     add_host(model);
     m_.binder_ = QuantityBinder(m_.quantities_);
     m_.build_groups();
@@ -229,9 +263,102 @@ class StepModelLoader {
     t.energy = predictor_of(unit, m_.measurement_provenance_, store::PredictorTarget::energy_j);
     if (!t.energy) miss(m_.missing_energy_, use, "no point with energy");
     for (size_t i = 0; i < quantities.size(); ++i) t.slot[i] = slot_of(quantities[i]);
+    if (options_.moe_routing && unit == use.signature.id &&
+        (use.signature.name == "_grouped_mm" || use.signature.name == "grouped_mm"))
+      t.routing = routing_scale(use, quantities, t.latency);
     StepModel::PhaseTerms& phase = m_.phases_[phase_index(use.phase)];
     phase.traced = true;
     phase.terms.push_back(std::move(t));
+  }
+
+  // The grouped GEMM's routing scale (StepModel::RoutingScale) from its routing points under the measurement
+  // provenance; InputError when it has none for the asked routing.
+  size_t routing_scale(const store::SignatureUse& use, const std::vector<std::string>& quantities, size_t latency) {
+    const MoeRouting want = *options_.moe_routing;
+    const std::string fix = fmt::format(
+        "measure it (`dooly profile` with a grid whose `moe` section lists it, docs/profile.md \"MoE routing\"), "
+        "or simulate with uniform routing");
+    if (quantities != std::vector<std::string>{"NUM_TOKS"})
+      DOOLY_THROW(InputError, fix, "{} (signature {}) is swept over {}, not NUM_TOKS alone: no routing scale",
+                  use.signature.name, use.signature.id, fmt::join(quantities, ", "));
+    StepModel::RoutingScale r;
+    r.want = want;
+    store::Statement q = store_.database().prepare("SELECT canonical_json FROM signatures WHERE id = ?");
+    q.bind(1, use.signature.id);
+    const nlohmann::json c = q.step() ? nlohmann::json::parse(q.column_text(0), nullptr, false) : nlohmann::json();
+    // "MIX:8*NUM_TOKS" -> routed rows at 1, 2 and 1024 tokens: linear in the tokens, or no scale.
+    auto dim = [&](size_t input) -> std::string {
+      const nlohmann::json* d = nullptr;
+      if (c.is_object() && c.contains("inputs") && c["inputs"].is_array() && c["inputs"].size() > input &&
+          c["inputs"][input].is_object() && c["inputs"][input].contains("shape") &&
+          c["inputs"][input]["shape"].is_array() && !c["inputs"][input]["shape"].empty())
+        d = &c["inputs"][input]["shape"][0];
+      const std::string text = d && d->is_string() ? d->get<std::string>() : std::string();
+      return text.substr(text.find(':') == std::string::npos ? 0 : text.find(':') + 1);
+    };
+    auto rows_at = [&](int64_t tokens) {
+      const plan::Composition at{{{tokens, 0}}};
+      return static_cast<double>(plan::evaluate(dim(0), [&](const std::string& n) { return at.value_of(n); }));
+    };
+    try {
+      r.experts = std::stoll(dim(2));
+      r.rows_per_token = rows_at(2) - rows_at(1);
+      r.rows_offset = rows_at(1) - r.rows_per_token;
+      if (rows_at(1024) != r.rows_per_token * 1024 + r.rows_offset) r.experts = 0;
+    } catch (const std::exception&) {
+      r.experts = 0;
+    }
+    if (r.experts < 2)
+      DOOLY_THROW(InputError, "re-trace the model with this build",
+                  "{} (signature {}): its routed rows and experts "
+                  "are not readable from its signature",
+                  use.signature.name, use.signature.id);
+    const Predictor& uniform = m_.predictors_[latency];
+    std::vector<std::string> measured;
+    for (const RoutedPoint& p : data_.at({use.signature.id, m_.measurement_provenance_}).routed) {
+      measured.push_back(
+          format_moe_routing(MoeRouting{p.experts == r.experts && p.skew_percent ? 0 : p.experts, p.skew_percent}));
+      const bool match = want.skew_percent ? p.skew_percent == want.skew_percent && p.experts == r.experts
+                                           : p.skew_percent == 0 && p.experts == want.experts;
+      if (!match) continue;
+      const double x = p.tokens;
+      const double base = uniform.predict(std::span<const double>(&x, 1)).value;
+      if (!(base > 0) || !(x >= 1)) continue;
+      r.log_tokens.push_back(std::log(x));
+      r.latency.push_back(p.latency_s / base);
+      r.energy.push_back(p.energy_j ? *p.energy_j : -1.0);  // joules: over the uniform energy below
+    }
+    if (r.log_tokens.empty()) {
+      std::sort(measured.begin(), measured.end());
+      measured.erase(std::unique(measured.begin(), measured.end()), measured.end());
+      DOOLY_THROW(InputError, fix, "{} of {} (signature {}) was not measured under MoE routing {} (measured: {})",
+                  use.signature.name, m_.model_name_, use.signature.id, format_moe_routing(want),
+                  measured.empty() ? std::string("uniform only") : fmt::format("{}", fmt::join(measured, ", ")));
+    }
+    energy_ratios(r, use.signature.id);
+    m_.routings_.push_back(std::move(r));
+    return m_.routings_.size() - 1;
+  }
+
+  // Joules over the uniform energy predictor at the same tokens; the latency ratio where a point has no energy (or
+  // the signature no energy predictor). Then every ratio in ascending tokens (keys sort as text: 1024 before 16).
+  void energy_ratios(StepModel::RoutingScale& r, int64_t signature_id) {
+    const auto energy = predictor_of(signature_id, m_.measurement_provenance_, store::PredictorTarget::energy_j);
+    for (size_t i = 0; i < r.energy.size(); ++i) {
+      const double x = std::exp(r.log_tokens[i]);
+      const double base_j = energy ? m_.predictors_[*energy].predict(std::span<const double>(&x, 1)).value : 0.0;
+      r.energy[i] = r.energy[i] >= 0 && base_j > 0 ? r.energy[i] / base_j : r.latency[i];
+    }
+    std::vector<size_t> order(r.log_tokens.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return r.log_tokens[a] < r.log_tokens[b]; });
+    StepModel::RoutingScale sorted = r;
+    for (size_t i = 0; i < order.size(); ++i) {
+      sorted.log_tokens[i] = r.log_tokens[order[i]];
+      sorted.latency[i] = r.latency[order[i]];
+      sorted.energy[i] = r.energy[order[i]];
+    }
+    r = std::move(sorted);
   }
 
   // The engine signature of this model and backend family (kind 'engine'), with the CUDA-graph mode asked for. Of
@@ -327,9 +454,9 @@ void StepModel::fill_table(const PhaseTerms& phase, Group& g) const {
     if (!g.slots.empty()) values[g.slots[0]] = static_cast<int64_t>(v);
     for (size_t t : g.terms) {
       const Term& term = phase.terms[t];
-      const Prediction s = evaluate(predictors_[term.latency], term.slot, values);
+      const Prediction s = term_value(term, false, values);
       g.table_s[v] += term.count * s.value;
-      if (term.energy) g.table_j[v] += term.count * evaluate(predictors_[*term.energy], term.slot, values).value;
+      if (term.energy) g.table_j[v] += term.count * term_value(term, true, values).value;
       if (s.outside) ++g.table_outside[v];
     }
   }
@@ -354,6 +481,25 @@ Prediction StepModel::evaluate(const Predictor& p, const std::array<uint8_t, max
   return p.predict(std::span<const double>(x, dims));
 }
 
+Prediction StepModel::term_value(const Term& t, bool of_energy, const int64_t* values) const noexcept {
+  Prediction p = evaluate(predictors_[of_energy ? *t.energy : t.latency], t.slot, values);
+  if (t.routing) p.value *= routings_[*t.routing].ratio(static_cast<double>(values[t.slot[0]]), of_energy);
+  return p;
+}
+
+double StepModel::RoutingScale::ratio(double tokens, bool of_energy) const noexcept {
+  const double rows = rows_per_token * tokens + rows_offset;
+  const double reached = std::min(rows, static_cast<double>(experts));  // experts a uniform spread reaches
+  if (want.skew_percent == 0 ? static_cast<double>(want.experts) >= reached : reached < 2) return 1.0;
+  const std::vector<double>& r = of_energy ? energy : latency;
+  const double x = std::log(std::max(tokens, 1.0));
+  if (x <= log_tokens.front()) return r.front();
+  if (x >= log_tokens.back()) return r.back();
+  const size_t i = static_cast<size_t>(std::upper_bound(log_tokens.begin(), log_tokens.end(), x) - log_tokens.begin());
+  const double f = (x - log_tokens[i - 1]) / (log_tokens[i] - log_tokens[i - 1]);
+  return r[i - 1] + f * (r[i] - r[i - 1]);
+}
+
 // A group's sum at the step's values: from its table when the value is in it, else term by term.
 void StepModel::add_group(const PhaseTerms& phase, const Group& g, const int64_t* values,
                           StepCost& out) const noexcept {
@@ -368,9 +514,9 @@ void StepModel::add_group(const PhaseTerms& phase, const Group& g, const int64_t
   }
   for (size_t t : g.terms) {
     const Term& term = phase.terms[t];
-    const Prediction s = evaluate(predictors_[term.latency], term.slot, values);
+    const Prediction s = term_value(term, false, values);
     out.device_s += term.count * s.value;
-    if (term.energy) out.energy_j += term.count * evaluate(predictors_[*term.energy], term.slot, values).value;
+    if (term.energy) out.energy_j += term.count * term_value(term, true, values).value;
     out.extrapolated_terms += s.outside ? 1 : 0;
   }
 }
@@ -404,7 +550,7 @@ StepBreakdown StepModel::explain(const plan::Composition& c) const {
   int64_t values[kMaxSlots];
   bind(c, values);
   for (const Term& term : phase.terms) {
-    Prediction s = evaluate(predictors_[term.latency], term.slot, values);
+    Prediction s = term_value(term, false, values);
     s.outside = s.outside || fallback;
     TermCost tc{term.signature_id,
                 term.name,
@@ -414,7 +560,7 @@ StepBreakdown StepModel::explain(const plan::Composition& c) const {
                 0.0,
                 s.outside,
                 std::string(predictors_[term.latency].model().name())};
-    if (term.energy) tc.energy_j = term.count * evaluate(predictors_[*term.energy], term.slot, values).value;
+    if (term.energy) tc.energy_j = term.count * term_value(term, true, values).value;
     ClassCost& cc = out.by_class[static_cast<size_t>(tc.op_class)];
     cc.device_s += tc.device_s;
     cc.energy_j += tc.energy_j;

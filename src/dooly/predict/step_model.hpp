@@ -44,6 +44,17 @@ std::string_view to_string(StepKind kind) noexcept;
 // prefill: no request has cached context; decode: every request adds one token to cached context; else mixed.
 StepKind step_kind(const plan::Composition& c) noexcept;
 
+// How the simulated steps route their MoE grouped GEMMs (docs/predict.md, "MoE routing"): uniform (no value: every
+// expert its share of the rows, as the predictors were fitted), or one of the profile grid's routing points: the
+// rows forced onto `experts` experts, or skewed over every expert with exponent skew_percent / 100.
+struct MoeRouting {
+  int64_t experts = 0;       // forced onto this many experts; 0 with a skew: every expert
+  int64_t skew_percent = 0;  // skewed: expert i's share ~ 1/(i+1)^(skew_percent / 100)
+};
+// "uniform" -> nullopt, "experts:K" (K >= 1), "skew:S" (0 < S <= 10, steps of 0.01); InputError otherwise.
+std::optional<MoeRouting> parse_moe_routing(const std::string& text);
+std::string format_moe_routing(const std::optional<MoeRouting>& r);
+
 struct StepModelOptions {
   std::string model;                                 // models.name
   std::string attention;                             // the trace's backend: exact, or its family ("paged|sdpa")
@@ -51,6 +62,7 @@ struct StepModelOptions {
   std::optional<int64_t> measurement_provenance_id;  // device work; default: the one measuring most signatures
   std::optional<int64_t> engine_provenance_id;       // host cost; default: wherever it was measured
   std::optional<bool> cuda_graphs;                   // host cost with CUDA graphs on or off; default: on if measured
+  std::optional<MoeRouting> moe_routing;             // MoE models: scale the grouped GEMMs by their routing points
 };
 
 struct StepCost {
@@ -128,6 +140,17 @@ class StepModel {
     size_t latency = 0;  // index into predictors_
     std::optional<size_t> energy;
     std::array<uint8_t, max_quantities> slot{};  // the step quantity of each of the predictor's quantities
+    std::optional<size_t> routing;               // index into routings_: a grouped GEMM under moe_routing
+  };
+  // A grouped GEMM's measured cost under the asked routing over its uniform cost, by NUM_TOKS: 1 where the routing
+  // cannot differ from uniform (the rows reach no more experts than it forces them onto), else interpolated in
+  // log NUM_TOKS between its routing points and held at the end ones beyond them.
+  struct RoutingScale {
+    double rows_per_token = 0, rows_offset = 0;  // routed rows = rows_per_token x NUM_TOKS + rows_offset
+    int64_t experts = 0;                         // the GEMM's
+    MoeRouting want;
+    std::vector<double> log_tokens, latency, energy;  // ascending in tokens
+    double ratio(double tokens, bool of_energy) const noexcept;
   };
   struct Group {  // a phase's terms over one tuple of step quantities
     std::vector<uint8_t> slots;
@@ -146,6 +169,8 @@ class StepModel {
   void bind(const plan::Composition& c, int64_t* values) const noexcept;
   Prediction evaluate(const Predictor& p, const std::array<uint8_t, max_quantities>& slot,
                       const int64_t* values) const noexcept;
+  // A term's latency (or energy) per call at the step's values, its routing scale applied.
+  Prediction term_value(const Term& t, bool of_energy, const int64_t* values) const noexcept;
   void build_groups();
   void fill_table(const PhaseTerms& phase, Group& g) const;
   void add_group(const PhaseTerms& phase, const Group& g, const int64_t* values, StepCost& out) const noexcept;
@@ -157,6 +182,7 @@ class StepModel {
   std::vector<std::string> quantities_;  // every step quantity a term reads, by slot
   QuantityBinder binder_;                // binds them, by slot
   std::vector<Predictor> predictors_;
+  std::vector<RoutingScale> routings_;
   std::array<PhaseTerms, 3> phases_;
   std::optional<Predictor> host_;
   std::array<uint8_t, max_quantities> host_slot_{};

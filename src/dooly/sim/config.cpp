@@ -9,6 +9,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/common/utf8.hpp"
+#include "dooly/predict/step_model.hpp"
 
 namespace dooly::sim {
 namespace {
@@ -105,6 +106,14 @@ std::vector<Option> build() {
        false, false, [](SimConfig& c, const std::string& v) { c.db = v; }},
       {"allow-missing", "on|off", "--db: price steps without the op signatures the store has not measured (off)", false,
        false, [](SimConfig& c, const std::string& v) { c.allow_missing = on_off("allow-missing", v); }},
+      {"moe-routing", "uniform|experts:K|skew:S",
+       "--db, MoE models: route the experts' rows evenly (uniform), forced onto K experts, or skewed (expert i's share "
+       "~ 1/(i+1)^S), as the store measured them (docs/simulate.md)",
+       false, false,
+       [](SimConfig& c, const std::string& v) {
+         (void)predict::parse_moe_routing(v);  // checked here: one line naming the flag's values
+         c.moe_routing = v;
+       }},
       {"cost", "auto|analytic|store", "how steps are priced (auto: store with --db, else analytic)", false, false,
        [](SimConfig& c, const std::string& v) {
          c.cost = choice("cost", v, {"auto", "analytic", "store"});

@@ -20,6 +20,9 @@ const char* to_string(ForwardPath p) {
 
 std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec) {
   const std::string kind = spec.kind == "auto" ? (spec.db.empty() ? "analytic" : "store") : spec.kind;
+  if (kind == "analytic" && spec.moe_routing != "uniform")
+    DOOLY_THROW(InputError, "give the profiling store with --db FILE (its routing points), or leave --moe-routing out",
+                "--moe-routing {}: the analytic cost model routes uniformly", spec.moe_routing);
   if (kind == "analytic") return std::make_unique<AnalyticCost>(AnalyticCost::for_spec(spec));
   if (kind == "store") {
     if (spec.db.empty())

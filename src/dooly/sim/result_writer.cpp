@@ -128,6 +128,7 @@ nlohmann::ordered_json head_json(const Simulation& sim) {
             {"cost", c.cost},
             {"db", c.db},
             {"slo", c.slo},
+            {"moe_routing", c.moe_routing},
             {"step_times", c.step_times},
             {"gpu_memory_gib", c.engine.gpu.memory_gib},
             {"idle_power_w", c.engine.gpu.idle_power_w}}},

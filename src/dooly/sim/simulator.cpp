@@ -23,6 +23,7 @@ std::unique_ptr<Simulation> prepare(const SimConfig& config, const std::string& 
   cs.dtype_bytes = config.engine.dtype_bytes();
   cs.cuda_graphs = config.engine.cuda_graphs == "on";
   cs.allow_missing = config.allow_missing;
+  cs.moe_routing = config.moe_routing;
   cs.model = sim->model;
   cs.gpu = config.engine.gpu;
   sim->cost = make_cost_model(cs);

@@ -33,6 +33,7 @@ predict::StepModelOptions options_for(const CostSpec& spec, bool cuda_graphs) {
   o.model = spec.model.name;
   o.attention = spec.attention;
   o.cuda_graphs = cuda_graphs;
+  o.moe_routing = predict::parse_moe_routing(spec.moe_routing);
   return o;
 }
 
@@ -83,6 +84,7 @@ std::unique_ptr<StoreCost> StoreCost::load(const CostSpec& spec) {
   std::unique_ptr<StoreCost> cost(new StoreCost(std::move(device), AnalyticCost::for_spec(spec)));
   cost->store_path_ = spec.db;
   cost->cuda_graphs_ = spec.cuda_graphs;
+  cost->moe_routing_ = spec.moe_routing;
   if (spec.cuda_graphs) {  // a capture repeats the eager launch: the eager host cost where it was measured
     predict::StepModel eager = predict::StepModel::load(db, options_for(spec, false));
     if (eager.has_host_cost()) cost->host_eager_ = std::move(eager);
@@ -129,9 +131,10 @@ std::string StoreCost::describe() const {
                 device_.model_name(), cuda_graphs_ ? "on" : "off");
   return fmt::format(
       "store {} (measurement context {}, {} under {}; {} op signatures without a measured unit add nothing); {}; "
-      "idle {:.1f} W",
+      "idle {:.1f} W{}",
       store_path_, device_.measurement_provenance_id(), device_.model_name(), device_.attention_backend(),
-      missing.size(), host, idle_w_);
+      missing.size(), host, idle_w_,
+      moe_routing_ == "uniform" ? std::string() : fmt::format("; MoE grouped GEMMs routed {}", moe_routing_));
 }
 
 }  // namespace dooly::sim
