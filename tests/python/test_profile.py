@@ -240,6 +240,17 @@ def test_integer_and_broadcast_inputs_keep_their_values_in_a_strided_layout():
     assert t.stride() == (48, 1) and t.storage_offset() == 16 and torch.isfinite(t).all()
 
 
+def _grouped_mm_op() -> dict:
+    """OLMoE's experts' grouped GEMM, smaller: 8 routed rows a token (tokens x top-k), 6 experts of 16 -> 8."""
+    rows = _dim(8, "MIX", "8*NUM_TOKS")
+    return {"seq": 0, "call": 0, "op": "_grouped_mm", "module": "m.experts", "fn": "torch._grouped_mm",
+            "call_args": {"args": [{"in": 0}, {"in": 1}], "kwargs": {"offs": {"in": 2}}},
+            "inputs": [{"shape": [rows, _dim(16)], "dtype": "bfloat16"},
+                       {"shape": [_dim(6), _dim(16), _dim(8)], "dtype": "bfloat16"},
+                       {"shape": [_dim(6)], "dtype": "int32"}],
+            "outputs": [{"shape": [rows, _dim(8)], "dtype": "bfloat16"}], "scalars": [], "kernels": []}
+
+
 def test_a_grouped_gemm_routes_every_expert_its_share_of_the_rows():
     """A MoE's grouped GEMM alone: its offsets (input 2) are uniform over the experts, ending at the routed rows. As
     zeros (the default for an integer input) it routed no row: OLMoE's grouped GEMMs ran in 0.30 ms alone against
@@ -248,14 +259,7 @@ def test_a_grouped_gemm_routes_every_expert_its_share_of_the_rows():
 
     from dooly.profile.units import OpUnit
 
-    rows = _dim(8, "MIX", "8*NUM_TOKS")  # the routed rows: tokens x top-k
-    op = {"seq": 0, "call": 0, "op": "_grouped_mm", "module": "m.experts", "fn": "torch._grouped_mm",
-          "call_args": {"args": [{"in": 0}, {"in": 1}], "kwargs": {"offs": {"in": 2}}},
-          "inputs": [{"shape": [rows, _dim(16)], "dtype": "bfloat16"},
-                     {"shape": [_dim(6), _dim(16), _dim(8)], "dtype": "bfloat16"},
-                     {"shape": [_dim(6)], "dtype": "int32"}],
-          "outputs": [{"shape": [rows, _dim(8)], "dtype": "bfloat16"}], "scalars": [], "kernels": []}
-    unit = OpUnit(op, torch.device("cpu"))
+    unit = OpUnit(_grouped_mm_op(), torch.device("cpu"))
     for toks in (1, 5, 64):
         unit.prepare({"NUM_TOKS": toks})
         (x, w), kw = unit.copies[0]
@@ -285,13 +289,7 @@ def test_a_grouped_gemm_routing_point_forces_or_skews_the_rows_it_names():
     steep = routed_rows(10, 8, (8, 10.0))  # one expert takes nearly all; the others keep one row each
     assert steep == [3, 1, 1, 1, 1, 1, 1, 1]
     assert routed_rows(3, 8, (8, 1.0)).count(0) == 5  # fewer rows than experts: one row each for three
-    rows = _dim(8, "MIX", "8*NUM_TOKS")
-    op = {"seq": 0, "call": 0, "op": "_grouped_mm", "module": "m.experts", "fn": "torch._grouped_mm",
-          "call_args": {"args": [{"in": 0}, {"in": 1}], "kwargs": {"offs": {"in": 2}}},
-          "inputs": [{"shape": [rows, _dim(16)], "dtype": "bfloat16"},
-                     {"shape": [_dim(6), _dim(16), _dim(8)], "dtype": "bfloat16"},
-                     {"shape": [_dim(6)], "dtype": "int32"}],
-          "outputs": [{"shape": [rows, _dim(8)], "dtype": "bfloat16"}], "scalars": [], "kernels": []}
+    op = _grouped_mm_op()
     unit = OpUnit(op, torch.device("cpu"))
     for bindings, want in (({"NUM_TOKS": 4, "MOE_EXPERTS": 3, "MOE_SKEW": 0}, [11, 0, 11, 0, 10, 0]),
                            ({"NUM_TOKS": 4, "MOE_EXPERTS": 6, "MOE_SKEW": 200}, routed_rows(32, 6, (6, 2.0)))):
