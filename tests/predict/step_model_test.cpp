@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "dooly/common/error.hpp"
 #include "dooly/predict/composition_text.hpp"
 #include "dooly/predict/fitter.hpp"
@@ -257,6 +259,15 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
   const StepCost s64 = StepModel::load(db, o).predict(parse_composition("64"));
   EXPECT_NEAR(s64.device_s, 3 * 1.5 * cost(64), 1e-3 * cost(64));
   EXPECT_NEAR(s64.energy_j, 3 * 1.2 * cost(64) * TinyStore::power_w, 1e-3 * cost(64) * TinyStore::power_w);
+  // Random (the engine's): a step of 16 tokens, 15 of them a CUDA graph's padding, reads the real token's 2 experts
+  // and the padding's 2, half of them new: 3 of 4, between the forced point (2: 2x) and the uniform spread (4: 1x)
+  // in log experts. Unpadded, 16 random tokens reach all but 4 x 2^-16 of the 4 experts: uniform's cost.
+  o.moe_routing = parse_moe_routing("random");
+  const StepModel random = StepModel::load(db, o);
+  const double padded_ratio = 2.0 - std::log(3.0 / 2) / std::log(2.0);
+  EXPECT_NEAR(random.predict(parse_composition("16"), 15).device_s, 3 * padded_ratio * cost(16), 1e-9 * cost(16));
+  EXPECT_NEAR(random.explain(parse_composition("16"), 15).total.device_s, 3 * padded_ratio * cost(16), 1e-9 * cost(16));
+  EXPECT_NEAR(random.predict(parse_composition("16")).device_s, 3 * cost(16), 1e-3 * cost(16));
   // A routing not measured, and routing asked of a dense model: one line each, naming what was measured.
   auto message = [&](StepModelOptions opt) {
     try {
@@ -278,18 +289,6 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
                                 "GEMM"),
             std::string::npos)
       << message(dense);
-}
-
-TEST(MoeRoutingText, ParsesAndFormats) {
-  EXPECT_FALSE(parse_moe_routing("uniform"));
-  EXPECT_EQ(parse_moe_routing("experts:8")->experts, 8);
-  EXPECT_EQ(parse_moe_routing("skew:1.25")->skew_percent, 125);
-  EXPECT_EQ(format_moe_routing(parse_moe_routing("skew:1.25")), "skew:1.25");
-  EXPECT_EQ(format_moe_routing(parse_moe_routing("experts:8")), "experts:8");
-  EXPECT_EQ(format_moe_routing(std::nullopt), "uniform");
-  for (const char* bad :
-       {"", "forced", "experts:0", "experts:2x", "skew:0", "skew:11", "skew:1.234", "skew:", "zipf:1"})
-    EXPECT_THROW(parse_moe_routing(bad), InputError) << bad;
 }
 
 TEST(CompositionText, ParsesAndFormats) {

@@ -1,6 +1,6 @@
 // dooly predict fit --db DB [--provenance ID] [--force]
 // dooly predict step --db DB --model NAME --attention BACKEND --composition TEXT [--provenance ID] [--graphs on|off]
-//                   [--moe-routing uniform|experts:K|skew:S] [--terms]
+//                   [--moe-routing uniform|random|experts:K|skew:S] [--terms]
 // fit: fits the predictors whose points changed (dooly::predict::fit_store) and prints the held-out error by op class
 // with the share of step time each class holds for a reference step. step: one step's predicted device time and
 // energy, by op class (dooly::predict::StepModel). docs/predict.md.
@@ -221,7 +221,8 @@ void setup_predict(CLI::App& app) {
   step->add_option("--provenance", s->provenance, "the measurement provenance (default: the one covering most)");
   step->add_option("--graphs", s->graphs, "engine host cost with CUDA graphs on or off")->capture_default_str();
   step->add_option("--moe-routing", s->moe_routing,
-                   "MoE models: the grouped GEMMs' routing, uniform, experts:K or skew:S (the store's routing points)")
+                   "MoE models: the grouped GEMMs' routing, uniform, random, experts:K or skew:S (the store's routing "
+                   "points)")
       ->capture_default_str();
   step->add_flag("--terms", s->terms, "list every term (signature x count) with its time, energy and model");
   step->callback([s] { run_step(*s); });

@@ -19,6 +19,7 @@ namespace dooly::predict {
 namespace {
 
 constexpr size_t kMaxSlots = 32;
+constexpr size_t kRealTokensSlot = kMaxSlots - 1;  // the step's tokens less the padding (StepModel::bind)
 constexpr int64_t kMaxTable = int64_t{1} << 16;
 
 std::optional<int64_t> quantity_value(const plan::Composition& c, const std::string& name) {
@@ -53,34 +54,6 @@ std::string first_attempt_error(const std::string& attempts_json) {
 }
 
 }  // namespace
-
-std::optional<MoeRouting> parse_moe_routing(const std::string& text) {
-  const std::string fix = "give uniform, experts:K (the rows forced onto K experts) or skew:S (0 < S <= 10)";
-  if (text == "uniform") return std::nullopt;
-  const size_t colon = text.find(':');
-  const std::string kind = text.substr(0, colon), value = colon == std::string::npos ? "" : text.substr(colon + 1);
-  MoeRouting r;
-  try {
-    size_t used = 0;
-    if (kind == "experts") {
-      r.experts = std::stoll(value, &used);
-      if (used == value.size() && r.experts >= 1) return r;
-    } else if (kind == "skew") {
-      const double v = std::stod(value, &used);
-      r.skew_percent = static_cast<int64_t>(std::llround(v * 100));
-      if (used == value.size() && v > 0 && v <= 10 && std::abs(v * 100 - static_cast<double>(r.skew_percent)) < 1e-6)
-        return r;
-    }
-  } catch (const std::exception&) {
-  }
-  DOOLY_THROW(InputError, fix, "unknown MoE routing '{}'", text);
-}
-
-std::string format_moe_routing(const std::optional<MoeRouting>& r) {
-  if (!r) return "uniform";
-  if (r->skew_percent > 0) return fmt::format("skew:{:g}", static_cast<double>(r->skew_percent) / 100);
-  return fmt::format("experts:{}", r->experts);
-}
 
 std::string_view to_string(StepKind kind) noexcept {
   return kind == StepKind::prefill ? "prefill" : kind == StepKind::decode ? "decode" : "mixed";
@@ -213,7 +186,7 @@ class StepModelLoader {
   uint8_t slot_of(const std::string& quantity) {
     const auto it = std::find(m_.quantities_.begin(), m_.quantities_.end(), quantity);
     if (it != m_.quantities_.end()) return static_cast<uint8_t>(it - m_.quantities_.begin());
-    if (m_.quantities_.size() >= kMaxSlots)
+    if (m_.quantities_.size() >= kRealTokensSlot)
       DOOLY_THROW(InputError, "this is a dooly limit: report it with the store", "more than {} step quantities",
                   kMaxSlots);
     m_.quantities_.push_back(quantity);
@@ -271,94 +244,31 @@ class StepModelLoader {
     phase.terms.push_back(std::move(t));
   }
 
-  // The grouped GEMM's routing scale (StepModel::RoutingScale) from its routing points under the measurement
-  // provenance; InputError when it has none for the asked routing.
+  // The grouped GEMM's routing scale (moe_routing.hpp) from its routing points under the measurement provenance;
+  // InputError when it has none for the asked routing.
   size_t routing_scale(const store::SignatureUse& use, const std::vector<std::string>& quantities, size_t latency) {
-    const MoeRouting want = *options_.moe_routing;
-    const std::string fix = fmt::format(
-        "measure it (`dooly profile` with a grid whose `moe` section lists it, docs/profile.md \"MoE routing\"), "
-        "or simulate with uniform routing");
+    const std::string what =
+        fmt::format("{} of {} (signature {})", use.signature.name, m_.model_name_, use.signature.id);
     if (quantities != std::vector<std::string>{"NUM_TOKS"})
-      DOOLY_THROW(InputError, fix, "{} (signature {}) is swept over {}, not NUM_TOKS alone: no routing scale",
-                  use.signature.name, use.signature.id, fmt::join(quantities, ", "));
-    StepModel::RoutingScale r;
-    r.want = want;
+      DOOLY_THROW(InputError, "re-trace the model with this build",
+                  "{} is swept over {}, not NUM_TOKS alone: no routing scale", what, fmt::join(quantities, ", "));
     store::Statement q = store_.database().prepare("SELECT canonical_json FROM signatures WHERE id = ?");
     q.bind(1, use.signature.id);
-    const nlohmann::json c = q.step() ? nlohmann::json::parse(q.column_text(0), nullptr, false) : nlohmann::json();
-    // "MIX:8*NUM_TOKS" -> routed rows at 1, 2 and 1024 tokens: linear in the tokens, or no scale.
-    auto dim = [&](size_t input) -> std::string {
-      const nlohmann::json* d = nullptr;
-      if (c.is_object() && c.contains("inputs") && c["inputs"].is_array() && c["inputs"].size() > input &&
-          c["inputs"][input].is_object() && c["inputs"][input].contains("shape") &&
-          c["inputs"][input]["shape"].is_array() && !c["inputs"][input]["shape"].empty())
-        d = &c["inputs"][input]["shape"][0];
-      const std::string text = d && d->is_string() ? d->get<std::string>() : std::string();
-      return text.substr(text.find(':') == std::string::npos ? 0 : text.find(':') + 1);
-    };
-    auto rows_at = [&](int64_t tokens) {
-      const plan::Composition at{{{tokens, 0}}};
-      return static_cast<double>(plan::evaluate(dim(0), [&](const std::string& n) { return at.value_of(n); }));
-    };
-    try {
-      r.experts = std::stoll(dim(2));
-      r.rows_per_token = rows_at(2) - rows_at(1);
-      r.rows_offset = rows_at(1) - r.rows_per_token;
-      if (rows_at(1024) != r.rows_per_token * 1024 + r.rows_offset) r.experts = 0;
-    } catch (const std::exception&) {
-      r.experts = 0;
-    }
-    if (r.experts < 2)
+    const auto shape =
+        grouped_gemm_shape(q.step() ? nlohmann::json::parse(q.column_text(0), nullptr, false) : nlohmann::json());
+    if (!shape)
       DOOLY_THROW(InputError, "re-trace the model with this build",
-                  "{} (signature {}): its routed rows and experts "
-                  "are not readable from its signature",
-                  use.signature.name, use.signature.id);
-    const Predictor& uniform = m_.predictors_[latency];
-    std::vector<std::string> measured;
-    for (const RoutedPoint& p : data_.at({use.signature.id, m_.measurement_provenance_}).routed) {
-      measured.push_back(
-          format_moe_routing(MoeRouting{p.experts == r.experts && p.skew_percent ? 0 : p.experts, p.skew_percent}));
-      const bool match = want.skew_percent ? p.skew_percent == want.skew_percent && p.experts == r.experts
-                                           : p.skew_percent == 0 && p.experts == want.experts;
-      if (!match) continue;
-      const double x = p.tokens;
-      const double base = uniform.predict(std::span<const double>(&x, 1)).value;
-      if (!(base > 0) || !(x >= 1)) continue;
-      r.log_tokens.push_back(std::log(x));
-      r.latency.push_back(p.latency_s / base);
-      r.energy.push_back(p.energy_j ? *p.energy_j : -1.0);  // joules: over the uniform energy below
-    }
-    if (r.log_tokens.empty()) {
-      std::sort(measured.begin(), measured.end());
-      measured.erase(std::unique(measured.begin(), measured.end()), measured.end());
-      DOOLY_THROW(InputError, fix, "{} of {} (signature {}) was not measured under MoE routing {} (measured: {})",
-                  use.signature.name, m_.model_name_, use.signature.id, format_moe_routing(want),
-                  measured.empty() ? std::string("uniform only") : fmt::format("{}", fmt::join(measured, ", ")));
-    }
-    energy_ratios(r, use.signature.id);
-    m_.routings_.push_back(std::move(r));
+                  "{}: its routed rows and experts are not readable from its signature", what);
+    const auto energy = predictor_of(use.signature.id, m_.measurement_provenance_, store::PredictorTarget::energy_j);
+    auto at = [&](std::optional<size_t> p) {
+      return [this, p](double tokens) {
+        return p ? m_.predictors_[*p].predict(std::span<const double>(&tokens, 1)).value : 0.0;
+      };
+    };
+    m_.routings_.push_back(RoutingScale::build(*shape, *options_.moe_routing,
+                                               data_.at({use.signature.id, m_.measurement_provenance_}).routed,
+                                               at(latency), at(energy), what));
     return m_.routings_.size() - 1;
-  }
-
-  // Joules over the uniform energy predictor at the same tokens; the latency ratio where a point has no energy (or
-  // the signature no energy predictor). Then every ratio in ascending tokens (keys sort as text: 1024 before 16).
-  void energy_ratios(StepModel::RoutingScale& r, int64_t signature_id) {
-    const auto energy = predictor_of(signature_id, m_.measurement_provenance_, store::PredictorTarget::energy_j);
-    for (size_t i = 0; i < r.energy.size(); ++i) {
-      const double x = std::exp(r.log_tokens[i]);
-      const double base_j = energy ? m_.predictors_[*energy].predict(std::span<const double>(&x, 1)).value : 0.0;
-      r.energy[i] = r.energy[i] >= 0 && base_j > 0 ? r.energy[i] / base_j : r.latency[i];
-    }
-    std::vector<size_t> order(r.log_tokens.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return r.log_tokens[a] < r.log_tokens[b]; });
-    StepModel::RoutingScale sorted = r;
-    for (size_t i = 0; i < order.size(); ++i) {
-      sorted.log_tokens[i] = r.log_tokens[order[i]];
-      sorted.latency[i] = r.latency[order[i]];
-      sorted.energy[i] = r.energy[order[i]];
-    }
-    r = std::move(sorted);
   }
 
   // The engine signature of this model and backend family (kind 'engine'), with the CUDA-graph mode asked for. Of
@@ -423,19 +333,21 @@ StepModel StepModel::load(store::Store& store, const StepModelOptions& options) 
 
 // The terms of each phase grouped by the step quantities they read; a group over one quantity (or none) gets a
 // table of its sums over that quantity's integer values (up to twice the largest measured, at most 65536 entries).
+// Terms that read the real tokens besides (random MoE routing under padding) form groups of their own, not tabled.
 void StepModel::build_groups() {
   for (PhaseTerms& phase : phases_) {
-    std::map<std::vector<uint8_t>, size_t> index;
+    std::map<std::pair<std::vector<uint8_t>, bool>, size_t> index;
     for (size_t t = 0; t < phase.terms.size(); ++t) {
       const Term& term = phase.terms[t];
       const auto dims = static_cast<std::ptrdiff_t>(predictors_[term.latency].domain().dims());
       std::vector<uint8_t> slots(term.slot.begin(), term.slot.begin() + dims);
-      auto [it, added] = index.try_emplace(slots, phase.groups.size());
-      if (added) phase.groups.push_back({slots, {}, {}, {}, {}});
+      const bool direct = term.routing && routings_[*term.routing].reads_real_tokens();
+      auto [it, added] = index.try_emplace({slots, direct}, phase.groups.size());
+      if (added) phase.groups.push_back({slots, direct, {}, {}, {}, {}});
       phase.groups[it->second].terms.push_back(t);
     }
     for (Group& g : phase.groups)
-      if (g.slots.size() <= 1) fill_table(phase, g);
+      if (g.slots.size() <= 1 && !g.direct) fill_table(phase, g);
   }
 }
 
@@ -471,7 +383,10 @@ StepKind StepModel::phase_taken(StepKind kind) const noexcept {
   return mixed || !prefill ? StepKind::mixed : StepKind::prefill;
 }
 
-void StepModel::bind(const plan::Composition& c, int64_t* values) const noexcept { (void)binder_.bind(c, values); }
+void StepModel::bind(const plan::Composition& c, int64_t padding_tokens, int64_t* values) const noexcept {
+  (void)binder_.bind(c, values);
+  values[kRealTokensSlot] = c.num_tokens() - padding_tokens;
+}
 
 Prediction StepModel::evaluate(const Predictor& p, const std::array<uint8_t, max_quantities>& slot,
                                const int64_t* values) const noexcept {
@@ -483,21 +398,10 @@ Prediction StepModel::evaluate(const Predictor& p, const std::array<uint8_t, max
 
 Prediction StepModel::term_value(const Term& t, bool of_energy, const int64_t* values) const noexcept {
   Prediction p = evaluate(predictors_[of_energy ? *t.energy : t.latency], t.slot, values);
-  if (t.routing) p.value *= routings_[*t.routing].ratio(static_cast<double>(values[t.slot[0]]), of_energy);
+  if (t.routing)
+    p.value *= routings_[*t.routing].ratio(static_cast<double>(values[t.slot[0]]),
+                                           static_cast<double>(values[kRealTokensSlot]), of_energy);
   return p;
-}
-
-double StepModel::RoutingScale::ratio(double tokens, bool of_energy) const noexcept {
-  const double rows = rows_per_token * tokens + rows_offset;
-  const double reached = std::min(rows, static_cast<double>(experts));  // experts a uniform spread reaches
-  if (want.skew_percent == 0 ? static_cast<double>(want.experts) >= reached : reached < 2) return 1.0;
-  const std::vector<double>& r = of_energy ? energy : latency;
-  const double x = std::log(std::max(tokens, 1.0));
-  if (x <= log_tokens.front()) return r.front();
-  if (x >= log_tokens.back()) return r.back();
-  const size_t i = static_cast<size_t>(std::upper_bound(log_tokens.begin(), log_tokens.end(), x) - log_tokens.begin());
-  const double f = (x - log_tokens[i - 1]) / (log_tokens[i] - log_tokens[i - 1]);
-  return r[i - 1] + f * (r[i] - r[i - 1]);
 }
 
 // A group's sum at the step's values: from its table when the value is in it, else term by term.
@@ -521,11 +425,12 @@ void StepModel::add_group(const PhaseTerms& phase, const Group& g, const int64_t
   }
 }
 
-StepCost StepModel::predict(const plan::Composition& c) const noexcept {
+StepCost StepModel::predict(const plan::Composition& c, int64_t padding_tokens) const noexcept {
   StepCost out;
   if (c.requests.empty()) return out;
   int64_t values[kMaxSlots];
   const QuantityBinder::Shape shape = binder_.bind(c, values);  // one pass: quantities and the step's kind
+  if (!routings_.empty()) values[kRealTokensSlot] = c.num_tokens() - padding_tokens;
   out.kind = !shape.any_context ? StepKind::prefill : shape.all_decode ? StepKind::decode : StepKind::mixed;
   const PhaseTerms& phase = phase_for(out.kind);
   const StepKind taken = phase_taken(out.kind);
@@ -540,7 +445,7 @@ StepCost StepModel::predict(const plan::Composition& c) const noexcept {
   return out;
 }
 
-StepBreakdown StepModel::explain(const plan::Composition& c) const {
+StepBreakdown StepModel::explain(const plan::Composition& c, int64_t padding_tokens) const {
   StepBreakdown out;
   out.total.kind = step_kind(c);
   if (c.requests.empty()) return out;
@@ -548,7 +453,7 @@ StepBreakdown StepModel::explain(const plan::Composition& c) const {
   const StepKind taken = phase_taken(out.total.kind);
   const bool fallback = taken != out.total.kind && !(out.total.kind == StepKind::decode && taken == StepKind::mixed);
   int64_t values[kMaxSlots];
-  bind(c, values);
+  bind(c, padding_tokens, values);
   for (const Term& term : phase.terms) {
     Prediction s = term_value(term, false, values);
     s.outside = s.outside || fallback;
@@ -568,7 +473,7 @@ StepBreakdown StepModel::explain(const plan::Composition& c) const {
     cc.extrapolated += s.outside ? 1 : 0;
     out.terms.push_back(std::move(tc));
   }
-  const StepCost fast = predict(c);
+  const StepCost fast = predict(c, padding_tokens);
   out.total = fast;
   if (host_) {
     ClassCost& engine = out.by_class[static_cast<size_t>(OpClass::engine)];

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "dooly/plan/composition.hpp"
+#include "dooly/predict/moe_routing.hpp"
 #include "dooly/predict/op_class.hpp"
 #include "dooly/predict/predictor.hpp"
 #include "dooly/predict/quantity_binder.hpp"
@@ -44,17 +45,6 @@ std::string_view to_string(StepKind kind) noexcept;
 // prefill: no request has cached context; decode: every request adds one token to cached context; else mixed.
 StepKind step_kind(const plan::Composition& c) noexcept;
 
-// How the simulated steps route their MoE grouped GEMMs (docs/predict.md, "MoE routing"): uniform (no value: every
-// expert its share of the rows, as the predictors were fitted), or one of the profile grid's routing points: the
-// rows forced onto `experts` experts, or skewed over every expert with exponent skew_percent / 100.
-struct MoeRouting {
-  int64_t experts = 0;       // forced onto this many experts; 0 with a skew: every expert
-  int64_t skew_percent = 0;  // skewed: expert i's share ~ 1/(i+1)^(skew_percent / 100)
-};
-// "uniform" -> nullopt, "experts:K" (K >= 1), "skew:S" (0 < S <= 10, steps of 0.01); InputError otherwise.
-std::optional<MoeRouting> parse_moe_routing(const std::string& text);
-std::string format_moe_routing(const std::optional<MoeRouting>& r);
-
 struct StepModelOptions {
   std::string model;                                 // models.name
   std::string attention;                             // the trace's backend: exact, or its family ("paged|sdpa")
@@ -63,6 +53,7 @@ struct StepModelOptions {
   std::optional<int64_t> engine_provenance_id;       // host cost; default: wherever it was measured
   std::optional<bool> cuda_graphs;                   // host cost with CUDA graphs on or off; default: on if measured
   std::optional<MoeRouting> moe_routing;             // MoE models: scale the grouped GEMMs by their routing points
+                                                     // (moe_routing.hpp); none: uniform, as fitted
 };
 
 struct StepCost {
@@ -111,9 +102,11 @@ class StepModel {
   // a measurement provenance without measurements, no measured signature of the model at all.
   static StepModel load(store::Store& store, const StepModelOptions& options);
 
-  StepCost predict(const plan::Composition& c) const noexcept;
+  // padding_tokens: of c's tokens, those the engine padded a CUDA graph's replay with (all alike: they route to the
+  // same experts; random MoE routing reads it, nothing else does).
+  StepCost predict(const plan::Composition& c, int64_t padding_tokens = 0) const noexcept;
   // The same with the cost of every term and per class (allocates: for reports, not for the simulator).
-  StepBreakdown explain(const plan::Composition& c) const;
+  StepBreakdown explain(const plan::Composition& c, int64_t padding_tokens = 0) const;
 
   const std::string& model_name() const noexcept { return model_name_; }
   int64_t trace_provenance_id() const noexcept { return trace_provenance_; }
@@ -142,18 +135,9 @@ class StepModel {
     std::array<uint8_t, max_quantities> slot{};  // the step quantity of each of the predictor's quantities
     std::optional<size_t> routing;               // index into routings_: a grouped GEMM under moe_routing
   };
-  // A grouped GEMM's measured cost under the asked routing over its uniform cost, by NUM_TOKS: 1 where the routing
-  // cannot differ from uniform (the rows reach no more experts than it forces them onto), else interpolated in
-  // log NUM_TOKS between its routing points and held at the end ones beyond them.
-  struct RoutingScale {
-    double rows_per_token = 0, rows_offset = 0;  // routed rows = rows_per_token x NUM_TOKS + rows_offset
-    int64_t experts = 0;                         // the GEMM's
-    MoeRouting want;
-    std::vector<double> log_tokens, latency, energy;  // ascending in tokens
-    double ratio(double tokens, bool of_energy) const noexcept;
-  };
   struct Group {  // a phase's terms over one tuple of step quantities
     std::vector<uint8_t> slots;
+    bool direct = false;  // terms that read the step's real tokens (random MoE routing): never tabled
     std::vector<size_t> terms;
     std::vector<double> table_s, table_j;  // one quantity: the group's sums at 0, 1, ..., size - 1
     std::vector<uint16_t> table_outside;
@@ -166,7 +150,8 @@ class StepModel {
 
   StepModel() = default;
   const PhaseTerms& phase_for(StepKind kind) const noexcept { return phases_[static_cast<size_t>(phase_taken(kind))]; }
-  void bind(const plan::Composition& c, int64_t* values) const noexcept;
+  // values[real_tokens_slot]: the step's tokens less the padding.
+  void bind(const plan::Composition& c, int64_t padding_tokens, int64_t* values) const noexcept;
   Prediction evaluate(const Predictor& p, const std::array<uint8_t, max_quantities>& slot,
                       const int64_t* values) const noexcept;
   // A term's latency (or energy) per call at the step's values, its routing scale applied.

@@ -96,7 +96,10 @@ std::unique_ptr<StoreCost> StoreCost::load(const CostSpec& spec) {
 StepCost StoreCost::step(const plan::Composition& c, const StepShape& shape) const {
   StepCost out;
   const bool eager = shape.path == ForwardPath::eager;
-  const predict::StepCost d = device_.predict(eager ? c : padded(c, shape));
+  // Graphs: the device runs the padded shape; its padding tokens are all alike (random MoE routing reads that).
+  const predict::StepCost d =
+      eager ? device_.predict(c)
+            : device_.predict(padded(c, shape), std::max<int64_t>(0, shape.tokens - c.num_tokens()));
   out.device_s = d.device_s;
   out.energy_j = d.energy_j;
   out.extrapolated = d.extrapolated_terms;
