@@ -9,6 +9,7 @@ first that does not.
 
   python3 scripts/analysis/compare_live.py data/live/h200/live-*.tgz [--db data/profile/h200.sqlite]
       [--dooly build/default/src/dooly/cli/dooly] [--out DIR (default: a temporary folder)] [--json summary.json]
+      [--sim-args "--moe-routing random"]   (more dooly simulate flags, for both simulations)
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dooly", default="build/default/src/dooly/cli/dooly")
     ap.add_argument("--out", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--sim-args", default="", help="more dooly simulate flags, split on spaces")
     args = ap.parse_args(argv)
+    extra = args.sim_args.split()
     out = args.out or tempfile.mkdtemp(prefix="compare-live-")
     os.makedirs(out, exist_ok=True)
     rows = []
@@ -83,7 +86,8 @@ def main(argv=None) -> int:
                 cmp_path = os.path.join(out, f"{stem}.compare.json")
                 with open(live_path, "w") as f:
                     json.dump(live, f)
-                sim = subprocess.run([args.dooly, "simulate", "--db", args.db, *simulate_args(live), "--out", sim_path],
+                sim = subprocess.run([args.dooly, "simulate", "--db", args.db, *simulate_args(live), *extra,
+                                      "--out", sim_path],
                                      capture_output=True, text=True)
                 if sim.returncode != 0:
                     print(f"{name}: simulate failed: {sim.stderr.strip()[:300]}", file=sys.stderr)
@@ -98,8 +102,8 @@ def main(argv=None) -> int:
                 trace, times = timing_files(live, os.path.join(out, stem))
                 forced_sim, forced_cmp = (os.path.join(out, f"{stem}.forced.{x}.json") for x in ("sim", "compare"))
                 f_sim = subprocess.run([args.dooly, "simulate", "--db", args.db,
-                                        *with_workload(simulate_args(live), f"trace:{trace}"), "--step-times", times,
-                                        "--out", forced_sim], capture_output=True, text=True)
+                                        *with_workload(simulate_args(live), f"trace:{trace}"), *extra,
+                                        "--step-times", times, "--out", forced_sim], capture_output=True, text=True)
                 f_cmp = subprocess.run([args.dooly, "compare", live_path, forced_sim, "--json", forced_cmp],
                                        capture_output=True, text=True) if f_sim.returncode == 0 else f_sim
                 if f_cmp.returncode == 0:

@@ -1,6 +1,6 @@
 // dooly predict fit --db DB [--provenance ID] [--force]
 // dooly predict step --db DB --model NAME --attention BACKEND --composition TEXT [--provenance ID] [--graphs on|off]
-//                   [--moe-routing uniform|random|experts:K|skew:S] [--terms]
+//                   [--moe-routing uniform|random|experts:K|skew:S] [--padding N] [--terms]
 // fit: fits the predictors whose points changed (dooly::predict::fit_store) and prints the held-out error by op class
 // with the share of step time each class holds for a reference step. step: one step's predicted device time and
 // energy, by op class (dooly::predict::StepModel). docs/predict.md.
@@ -51,6 +51,7 @@ struct StepArgs {
   int64_t provenance = 0;
   std::string graphs = "on";
   std::string moe_routing = "uniform";
+  int64_t padding = 0;
   bool terms = false;
 };
 
@@ -152,6 +153,9 @@ void run_step(const StepArgs& a) {
     DOOLY_THROW(InputError, "use --graphs on or --graphs off", "unknown --graphs '{}'", a.graphs);
   const plan::Composition composition = predict::parse_composition(a.composition);  // checked before the store
   const std::optional<predict::MoeRouting> moe_routing = predict::parse_moe_routing(a.moe_routing);
+  if (a.padding < 0 || a.padding >= composition.num_tokens())
+    DOOLY_THROW(InputError, "give --padding below the composition's tokens (a replay pads its last request)",
+                "--padding {} for a step of {} tokens", a.padding, composition.num_tokens());
   store::Store db = store::Store::open(a.db, store::Store::Mode::read_only);
   predict::StepModelOptions o;
   o.model = a.model;
@@ -160,7 +164,7 @@ void run_step(const StepArgs& a) {
   o.cuda_graphs = a.graphs == "on";
   o.moe_routing = moe_routing;
   const predict::StepModel m = predict::StepModel::load(db, o);
-  const predict::StepBreakdown b = m.explain(composition);
+  const predict::StepBreakdown b = m.explain(composition, a.padding);
   print(fmt::format(
       "{} under {} (trace provenance {}), measured under provenance {}; step {} ({}, {} request{}, {} "
       "token{})\n",
@@ -223,6 +227,9 @@ void setup_predict(CLI::App& app) {
   step->add_option("--moe-routing", s->moe_routing,
                    "MoE models: the grouped GEMMs' routing, uniform, random, experts:K or skew:S (the store's routing "
                    "points)")
+      ->capture_default_str();
+  step->add_option("--padding", s->padding,
+                   "of the step's tokens, those a CUDA graph's replay padded it with (random MoE routing reads it)")
       ->capture_default_str();
   step->add_flag("--terms", s->terms, "list every term (signature x count) with its time, energy and model");
   step->callback([s] { run_step(*s); });
