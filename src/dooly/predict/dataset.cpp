@@ -99,7 +99,7 @@ std::vector<SignatureData> read(store::Store& store, int64_t provenance_id, std:
     if (out.empty() || out.back().signature_id != sig) {
       if (!out.empty()) finish(out.back(), rows);
       rows.clear();
-      out.push_back({sig, provenance_id, {}, {}, 0});
+      out.push_back({sig, provenance_id, {}, {}, 0, {}});
     }
     MeasuredPoint p;
     p.key = select.column_text(1);
@@ -146,7 +146,7 @@ std::vector<SignatureData> load_measured(store::Store& store, int64_t provenance
 
 SignatureData load_measured(store::Store& store, int64_t signature_id, int64_t provenance_id) {
   std::vector<SignatureData> one = read(store, provenance_id, signature_id);
-  if (one.empty()) return {signature_id, provenance_id, {}, {}, 0};
+  if (one.empty()) return {signature_id, provenance_id, {}, {}, 0, {}};
   return std::move(one.front());
 }
 

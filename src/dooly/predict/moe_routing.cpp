@@ -123,15 +123,16 @@ RoutingScale RoutingScale::build(const GroupedGemmShape& shape, const MoeRouting
       s.energy.push_back(en);
     }
   }
-  for (auto& [tokens, s] : slices) {  // ascending in experts, then the uniform spread's count at ratio 1
-    std::vector<size_t> order(s.log_experts.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.log_experts[a] < s.log_experts[b]; });
+  for (const auto& [tokens, s] : slices) {  // ascending in experts, then the uniform spread's count at ratio 1
+    std::vector<std::array<double, 3>> by_experts;
+    for (size_t i = 0; i < s.log_experts.size(); ++i)
+      by_experts.push_back({s.log_experts[i], s.latency[i], s.energy[i]});
+    std::sort(by_experts.begin(), by_experts.end());
     Slice sorted{s.log_tokens, {}, {}, {}};
-    for (size_t i : order) {
-      sorted.log_experts.push_back(s.log_experts[i]);
-      sorted.latency.push_back(s.latency[i]);
-      sorted.energy.push_back(s.energy[i]);
+    for (const auto& [log_experts, latency, energy] : by_experts) {
+      sorted.log_experts.push_back(log_experts);
+      sorted.latency.push_back(latency);
+      sorted.energy.push_back(energy);
     }
     sorted.log_experts.push_back(std::log(std::min(shape.rows(tokens), static_cast<double>(shape.experts))));
     sorted.latency.push_back(1.0);

@@ -15,7 +15,6 @@
 // forced points' ratio at that many experts (interpolated in log experts between the measured k, up to the uniform
 // spread's count, where it is 1), interpolated in log tokens between the token counts measured and held beyond them.
 // Skew: its points' ratio in log tokens. Energy takes its own ratios (the time's where a point has no energy).
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
