@@ -288,6 +288,37 @@ def test_a_failing_meter_never_reaches_the_engine():
     assert rec.steps[0]["window"] is not None and rec.steps[-1]["window"] is None
 
 
+def test_the_recorder_marks_the_steps_that_captured_a_cuda_graph(monkeypatch):
+    """CUDA graphs do not run on the CPU: the engine's own graph buffer gets an entry where a capture would store one
+    (ModelRunner.compute_batch, steps 1 and 3), and the recorder, reading the buffer around each step, marks exactly
+    those steps as captures and counts the graphs held."""
+    from dooly.engines.hf import HFEngine
+    from dooly.live.step_recorder import StepRecorder, graph_count
+
+    class Graph:  # what CudaGraphBuffer holds: it resets each graph when the engine closes
+        def reset(self):
+            pass
+
+    with HFEngine(str(REPO / "data/models/tiny/llama-3.1-8b.json")) as eng:
+        bp = eng._manager.batch_processor
+        assert graph_count(bp) == 0
+        runner, calls = bp.model_runner, []
+        compute = runner.compute_batch
+
+        def compute_batch(model, batch_data):
+            calls.append(len(calls) + 1)
+            if calls[-1] in (1, 3):
+                bp.inputs_and_outputs.graphs.set_graph(("shape", calls[-1]), Graph())
+            return compute(model, batch_data)
+
+        monkeypatch.setattr(runner, "compute_batch", compute_batch)
+        with StepRecorder(bp) as rec:
+            eng.run([(16, 4), (40, 3)])
+    assert rec.error is None and len(rec.steps) == len(calls) >= 4
+    assert [s["captured"] for s in rec.steps] == [i in (1, 3) for i in calls]
+    assert [s["graphs"] for s in rec.steps][:4] == [1, 1, 2, 2]
+
+
 def test_evicted_requests_keep_their_arrival_and_every_token_time(monkeypatch):
     """A cache too small for the load: the engine evicts requests and re-creates them (a soft reset: new state, new
     created_time, no timestamps); the recorder keeps the first arrival and every token's stamp."""

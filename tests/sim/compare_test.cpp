@@ -81,6 +81,35 @@ TEST(Compare, StepsMatchUntilTheFirstDifferenceAndAreCountedAfter) {
   const json j = comparison_json(compare_results(live, sim));
   EXPECT_EQ(j["steps"]["horizon"], 2);
   EXPECT_EQ(j["version"], 1);
+  // Live files from before the capture flag: no capture count, not zero.
+  EXPECT_FALSE(m.live_captures);
+  EXPECT_TRUE(j["steps"]["captures"]["live"].is_null());
+}
+
+TEST(Compare, CapturesAreCountedWhereTheLiveRunRecordedThem) {
+  auto live_step = [](bool captured) {
+    return json{{"num_requests", 1},
+                {"num_tokens", 1},
+                {"num_prefill_tokens", 0},
+                {"num_decode_requests", 1},
+                {"captured", captured}};
+  };
+  auto sim_step = [](const char* path) {
+    return json{{"requests", 1}, {"tokens", 1}, {"prefill_tokens", 0}, {"decode_requests", 1}, {"path", path}};
+  };
+  const json live = {{"version", 1},
+                     {"requests", {request("a", 0.1, 0.02, 1, 1)}},
+                     {"steps", {live_step(true), live_step(false), live_step(true), live_step(true)}}};
+  const json sim = {{"version", 1},
+                    {"requests", {request("a", 0.1, 0.02, 1, 1)}},
+                    {"steps", {sim_step("capture"), sim_step("capture"), sim_step("graph")}}};
+  const Comparison c = compare_results(live, sim);
+  EXPECT_EQ(c.steps.live_captures, 3);
+  EXPECT_EQ(c.steps.sim_captures, 2);
+  EXPECT_EQ(c.steps.captures_in_both, 1);
+  EXPECT_NE(render_comparison(c).find("CUDA graph captures: live 3, simulated 2; at the same step 1"),
+            std::string::npos);
+  EXPECT_EQ(comparison_json(c)["steps"]["captures"]["live"], 3);
 }
 
 TEST(Compare, WhatIsNotAResultFileIsOneLineNamingIt) {

@@ -144,6 +144,8 @@ def _document(opts, workload, engine_doc, setup, records, recorder, meter, repor
             "max_kv_read": s["max_kv_read"], "energy_j": w["energy_j"] if w else None,
             "requests": s["requests"],
         })
+        if "captured" in s:  # CUDA graphs: the graphs the engine holds after the step, and whether it captured one
+            steps[-1].update(graphs=s["graphs"], captured=s["captured"])
         if s["window_opened_late"]:
             problems.append(f"step {s['index']}: its energy window opened after the step's scheduling")
     if meter and report and any(st["energy_j"] is None for st in steps):

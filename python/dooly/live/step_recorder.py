@@ -17,6 +17,11 @@ Hooks (transformers 5.17, generation/continuous_batching/; installed on the inst
   far become its prompt, with a new created_time and no timestamps), so the result the engine delivers holds only
   the times after the last reset; the recorder's hold them all.
 
+With CUDA graphs on, each step also records how many graphs the engine holds when it ends (`graphs`: the graph
+buffers of `inputs_and_outputs`, one per IO pair in async mode) and whether the step captured one (`captured`): the
+first step at a new padded shape runs a warm-up forward and a capture instead of a replay, the simulator's
+`capture` path (docs/simulate.md), so a live run says which of its steps were captures and what they took.
+
 The hooks run in the engine's thread. Nothing of dooly's may raise there: every piece of bookkeeping is guarded, the
 first failure is kept in `error` (the run reports it when it ends) and the engine's own calls go on untouched.
 """
@@ -30,6 +35,16 @@ from typing import Callable
 __all__ = ["StepRecorder"]
 
 _MISSING = object()
+
+
+def graph_count(batch_processor) -> int | None:
+    """CUDA graphs the engine holds (transformers 5.17: `inputs_and_outputs.graphs`, a CudaGraphBuffer, or one per
+    IO pair's device IO in async mode); None where this version keeps them elsewhere."""
+    io = getattr(batch_processor, "inputs_and_outputs", None)
+    buffers = [getattr(io, "graphs", None)]
+    buffers += [getattr(getattr(p, "device_io", None), "graphs", None) for p in (getattr(io, "io_pairs", None) or [])]
+    sizes = [len(b._storage) for b in buffers if isinstance(getattr(b, "_storage", None), dict)]
+    return sum(sizes) if sizes else None
 
 
 SUBMISSION_WAIT_S = 1.0  # the longest a step waits for a group of simultaneous requests to be submitted
@@ -222,7 +237,7 @@ class StepRecorder:
             "kind": "decode" if prefill_tokens == 0 else "prefill" if decodes == 0 else "mixed",
             "num_tokens": num_tokens, "num_requests": len(reqs), "num_prefill_tokens": prefill_tokens,
             "num_decode_requests": decodes, "decode_fast_path": fast_path, "max_kv_read": max_kv_read,
-            "requests": reqs, "marks": marks,
+            "requests": reqs, "marks": marks, "graphs_before": graph_count(self.bp),
         }
 
     def _end_step(self) -> None:
@@ -231,6 +246,10 @@ class StepRecorder:
             return
         cur["end"] = self.clock()
         self._close_window(cur["window"])
+        before, after = cur.pop("graphs_before"), graph_count(self.bp)
+        if after is not None:
+            cur["graphs"] = after
+            cur["captured"] = before is not None and after > before
         for state, before in cur.pop("marks"):
             stamps = state.timestamps or ()
             if len(stamps) > before:

@@ -143,8 +143,20 @@ StepMatch match_steps(const json& live, const json& sim) {
   m.live_steps = static_cast<int64_t>(a.size());
   m.sim_steps = static_cast<int64_t>(b.size());
   m.compared = std::min(m.live_steps, m.sim_steps);
+  auto live_captured = [&](size_t i) {
+    const json& s = a[i];
+    return s.is_object() && s.contains("captured") && s["captured"].is_boolean() && s["captured"].get<bool>();
+  };
+  auto sim_captured = [&](size_t i) {
+    const json& s = b[i];
+    return s.is_object() && s.contains("path") && s["path"].is_string() && s["path"].get<std::string>() == "capture";
+  };
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].is_object() && a[i].contains("captured")) m.live_captures = m.live_captures.value_or(0) + live_captured(i);
+  for (size_t i = 0; i < b.size(); ++i) m.sim_captures += sim_captured(i);
   bool leading = true;
   for (int64_t i = 0; i < m.compared; ++i) {
+    m.captures_in_both += live_captured(static_cast<size_t>(i)) && sim_captured(static_cast<size_t>(i));
     const StepKey x = step_key(a[static_cast<size_t>(i)]), y = step_key(b[static_cast<size_t>(i)]);
     if (x == y) {
       ++m.matching;
@@ -248,6 +260,9 @@ std::string render_comparison(const Comparison& c) {
                      s.compared ? 100.0 * static_cast<double>(s.matching) / static_cast<double>(s.compared) : 0.0,
                      s.horizon);
   out += s.first_mismatch.empty() ? "\n" : fmt::format("; first difference at {}\n", s.first_mismatch);
+  if (s.live_captures)
+    out += fmt::format("CUDA graph captures: live {}, simulated {}; at the same step {}\n", *s.live_captures,
+                       s.sim_captures, s.captures_in_both);
   return out;
 }
 
@@ -277,7 +292,11 @@ json comparison_json(const Comparison& c) {
             {"compared", s.compared},
             {"matching", s.matching},
             {"horizon", s.horizon},
-            {"first_mismatch", s.first_mismatch}}}};
+            {"first_mismatch", s.first_mismatch},
+            {"captures",
+             {{"live", s.live_captures ? json(*s.live_captures) : json()},
+              {"sim", s.sim_captures},
+              {"in_both", s.captures_in_both}}}}}};
 }
 
 void write_comparison_plot(const std::string& prefix, const Comparison& c) {

@@ -38,6 +38,10 @@ struct StepMatch {
   int64_t matching = 0;        // of `compared`, same composition
   int64_t horizon = 0;         // leading steps that all match
   std::string first_mismatch;  // "step 12: live 8 requests, 520 tokens (512 prefill, 7 decodes); sim ..."
+  // CUDA graphs: the steps that captured a graph (live: `captured`, recorded by dooly live since 2026-12-04, absent
+  // before; simulated: path "capture"), and of the compared steps those that captured in both.
+  std::optional<int64_t> live_captures;
+  int64_t sim_captures = 0, captures_in_both = 0;
 };
 
 struct Comparison {
