@@ -384,6 +384,14 @@ TEST(Plan, AGroupedGemmIsAlsoMeasuredUnderForcedAndSkewedRouting) {
       EXPECT_EQ(pt.bindings.at("NUM_TOKS"), pt.composition.num_tokens());
     }
   EXPECT_EQ(to_json(p).at("units").size(), p.units.size());
+  // Largest first by tokens: a routing point sorts with the uniform point of its tokens, after it.
+  for (size_t i = 1; i < g->points.size(); ++i)
+    EXPECT_GE(g->points[i - 1].bindings.at("NUM_TOKS"), g->points[i].bindings.at("NUM_TOKS")) << g->points[i].key;
+  EXPECT_EQ(g->points.front().key, R"({"NUM_TOKS":64})");
+  // A grid listing a value twice measures it once.
+  f.grid.moe = {{1, 16, 16}, {1, 1, 2, 4, 8}, {100, 100}};
+  for (const UnitPlan& u : build_plan(f.db, {f.paths[0]}, {f.traces[0]}, f.grid, 0, {}).units)
+    if (u.name == "_grouped_mm") EXPECT_EQ(u.points.size(), g->points.size());
   // Without the grid's section, only the uniform sweep; other units never get routing points.
   f.grid.moe = {};
   for (const UnitPlan& u : build_plan(f.db, {f.paths[0]}, {f.traces[0]}, f.grid, 0, {}).units) {

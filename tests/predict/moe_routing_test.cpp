@@ -87,6 +87,23 @@ TEST(MoeRouting, TheForcedPointsAreInterpolatedInLogExpertsThenLogTokens) {
   EXPECT_NEAR(skew.ratio(512, 512, true), 1.5, 1e-12);
 }
 
+TEST(MoeRouting, BelowTheSmallestTokenCountTheRatioIsRelativeToTheStepsOwnUniformSpread) {
+  const GroupedGemmShape shape = *grouped_gemm_shape(olmoe_gemm());
+  // Measured at 16 tokens (128 rows; a uniform spread reaches all 64 experts, the slice's closing point).
+  const std::vector<RoutedPoint> points{forced(16, 8, 0.3, 0.3), forced(16, 16, 0.45, 0.45), forced(16, 32, 0.7, 0.7)};
+  const RoutingScale r = RoutingScale::build(shape, *parse_moe_routing("random"), points, kSeconds, kJoules, "g");
+  // 4 tokens (32 rows): uniform reaches 32 experts, random ~26.7; the slice between 16 and 32 experts, over its
+  // value at 32 (0.7), not over its closing 1 at 64 experts.
+  const double read = r.experts_read(4, 4);
+  EXPECT_NEAR(read, 64 * (1 - std::pow(56.0 / 64, 4)), 1e-9);
+  const double at_read = 0.45 + std::log(read / 16) / std::log(2.0) * 0.25;
+  EXPECT_NEAR(r.ratio(4, 4, false), at_read / 0.7, 1e-12);
+  // Forced onto 16 at 4 tokens: half the 32 experts its rows would spread over, relative to the slice at 32.
+  const RoutingScale k16 = RoutingScale::build(shape, *parse_moe_routing("experts:16"), points, kSeconds, kJoules, "g");
+  EXPECT_NEAR(k16.ratio(4, 0, false), 0.45 / 0.7, 1e-12);
+  EXPECT_NEAR(k16.ratio(16, 0, false), 0.45, 1e-12);  // at the measured count: the point itself
+}
+
 TEST(MoeRouting, ARoutingWithoutPointsIsOneLineNamingWhatWasMeasured) {
   const GroupedGemmShape shape = *grouped_gemm_shape(olmoe_gemm());
   auto message = [&](const char* want, const std::vector<RoutedPoint>& points) {

@@ -156,6 +156,11 @@ void run_step(const StepArgs& a) {
   if (a.padding < 0 || a.padding >= composition.num_tokens())
     DOOLY_THROW(InputError, "give --padding below the composition's tokens (a replay pads its last request)",
                 "--padding {} for a step of {} tokens", a.padding, composition.num_tokens());
+  if (a.padding > 0 && (!moe_routing || moe_routing->mode != predict::MoeRouting::Mode::random))
+    DOOLY_THROW(InputError, "give --moe-routing random with it, or leave --padding out",
+                "--padding {}: only random MoE routing reads the padding (it routes the padding tokens together); "
+                "the routing is {}",
+                a.padding, predict::format_moe_routing(moe_routing));
   store::Store db = store::Store::open(a.db, store::Store::Mode::read_only);
   predict::StepModelOptions o;
   o.model = a.model;

@@ -151,7 +151,7 @@ std::optional<GroupedGemm> grouped_gemm(const Sig& s) {
 
 // The routing points of a grouped GEMM (Grid::moe): at each of the section's token counts, the rows forced onto
 // each listed number of experts that the uniform spread does not reach anyway, and skewed over every expert.
-void add_routing_points(const Sig& s, const Grid& grid, std::vector<PointPlan>& points) {
+void add_routing_points(const Sig& s, const Grid& grid, std::set<std::string>& keys, std::vector<PointPlan>& points) {
   const auto g = grouped_gemm(s);
   if (!g || grid.moe.empty() || s.swept != std::set<std::string>{"NUM_TOKS"}) return;
   for (const int64_t t : grid.moe.tokens) {
@@ -165,7 +165,7 @@ void add_routing_points(const Sig& s, const Grid& grid, std::vector<PointPlan>& 
       key["MOE_EXPERTS"] = p.bindings["MOE_EXPERTS"] = experts;
       key["MOE_SKEW"] = p.bindings["MOE_SKEW"] = skew;
       p.key = key.dump();
-      points.push_back(std::move(p));
+      if (keys.insert(p.key).second) points.push_back(std::move(p));  // a grid listing a value twice: once
     };
     for (const int64_t k : grid.moe.experts)
       if (k < reached) add(k, 0);
@@ -186,13 +186,15 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
     if (keys.insert(p.key).second) points.push_back(std::move(p));
   }
   const size_t uniform = points.size();
-  add_routing_points(s, grid, points);
+  add_routing_points(s, grid, keys, points);
   if (points.size() > uniform) point_class = "moe";
   if (s.no_kernel() && points.size() > 1) point_class = "no_kernel";
-  // Largest first: an out-of-memory point then trims what lies beyond it before time is spent there.
+  // Largest first: an out-of-memory point then trims what lies beyond it before time is spent there. A routing
+  // point is as large as the uniform point of its tokens (MOE_EXPERTS and MOE_SKEW are no sizes).
   auto size_of = [](const PointPlan& p) {
     double v = 0;
-    for (const auto& [k, x] : p.bindings) v += std::log(static_cast<double>(std::max<int64_t>(x, 1)));
+    for (const auto& [k, x] : p.bindings)
+      if (k.rfind("MOE_", 0) != 0) v += std::log(static_cast<double>(std::max<int64_t>(x, 1)));
     return v;
   };
   std::stable_sort(points.begin(), points.end(),

@@ -13,7 +13,9 @@
 //
 // The ratio at a step: 1 where the routing reaches no fewer experts than a uniform spread of the rows would; else the
 // forced points' ratio at that many experts (interpolated in log experts between the measured k, up to the uniform
-// spread's count, where it is 1), interpolated in log tokens between the token counts measured and held beyond them.
+// spread's count, where it is 1), relative to the same slice's ratio at the step's own uniform spread (so it is 1
+// there, also for steps of fewer tokens than the smallest measured, whose uniform spread is narrower), interpolated
+// in log tokens between the token counts measured and held beyond them.
 // Skew: its points' ratio in log tokens. Energy takes its own ratios (the time's where a point has no energy).
 #include <cstdint>
 #include <functional>
@@ -70,7 +72,7 @@ class RoutingScale {
     double log_tokens = 0;
     std::vector<double> log_experts, latency, energy;
   };
-  double forced_ratio(double tokens, double experts, bool of_energy) const noexcept;
+  double forced_ratio(double tokens, double experts, double uniform, bool of_energy) const noexcept;
 
   GroupedGemmShape shape_;
   MoeRouting want_;

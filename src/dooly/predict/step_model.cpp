@@ -188,7 +188,7 @@ class StepModelLoader {
     if (it != m_.quantities_.end()) return static_cast<uint8_t>(it - m_.quantities_.begin());
     if (m_.quantities_.size() >= kRealTokensSlot)
       DOOLY_THROW(InputError, "this is a dooly limit: report it with the store", "more than {} step quantities",
-                  kMaxSlots);
+                  kRealTokensSlot);
     m_.quantities_.push_back(quantity);
     return static_cast<uint8_t>(m_.quantities_.size() - 1);
   }
@@ -236,9 +236,13 @@ class StepModelLoader {
     t.energy = predictor_of(unit, m_.measurement_provenance_, store::PredictorTarget::energy_j);
     if (!t.energy) miss(m_.missing_energy_, use, "no point with energy");
     for (size_t i = 0; i < quantities.size(); ++i) t.slot[i] = slot_of(quantities[i]);
-    if (options_.moe_routing && unit == use.signature.id &&
-        (use.signature.name == "_grouped_mm" || use.signature.name == "grouped_mm"))
-      t.routing = routing_scale(use, quantities, t.latency);
+    const bool grouped_gemm = use.signature.name == "_grouped_mm" || use.signature.name == "grouped_mm";
+    if (options_.moe_routing && grouped_gemm && unit != use.signature.id)
+      DOOLY_THROW(InputError, "leave MoE routing at uniform for this model (the module's own measurement)",
+                  "MoE routing {} asked for, but {}'s grouped GEMM (signature {}) was measured inside a module unit "
+                  "({}), which routes with its own router",
+                  format_moe_routing(options_.moe_routing), m_.model_name_, use.signature.id, name_of(unit));
+    if (options_.moe_routing && grouped_gemm) t.routing = routing_scale(use, quantities, t.latency);
     StepModel::PhaseTerms& phase = m_.phases_[phase_index(use.phase)];
     phase.traced = true;
     phase.terms.push_back(std::move(t));

@@ -97,9 +97,13 @@ StepCost StoreCost::step(const plan::Composition& c, const StepShape& shape) con
   StepCost out;
   const bool eager = shape.path == ForwardPath::eager;
   // Graphs: the device runs the padded shape; its padding tokens are all alike (random MoE routing reads that).
-  const predict::StepCost d =
-      eager ? device_.predict(c)
-            : device_.predict(padded(c, shape), std::max<int64_t>(0, shape.tokens - c.num_tokens()));
+  predict::StepCost d;
+  if (eager) {
+    d = device_.predict(c);
+  } else {
+    const plan::Composition p = padded(c, shape);  // its padding tokens: what it adds to c (a KV-only pad adds 1)
+    d = device_.predict(p, p.num_tokens() - c.num_tokens());
+  }
   out.device_s = d.device_s;
   out.energy_j = d.energy_j;
   out.extrapolated = d.extrapolated_terms;
