@@ -219,7 +219,10 @@ TEST_F(MpiRanks, RanksSharingAGpuCountItOnce) {
   EXPECT_DOUBLE_EQ(d.at("run_energy_j").get<double>(), counted_run);
   const json& ch = j.at("channels")[0];
   EXPECT_DOUBLE_EQ(ch.at("run_energy_j").get<double>(), counted_run);
-  EXPECT_LT(ch.at("run_energy_j").get<double>(), counted_run + other_run - 1.0);
+  // Not the sum: the other rank measured energy too (how much depends on how long it ran: its share of a loaded
+  // machine's time, under a joule on a busy CI host).
+  EXPECT_GT(other_run, 0.0);
+  EXPECT_LT(ch.at("run_energy_j").get<double>(), counted_run + 0.5 * other_run);
   // The rows are each rank's own attribution, summed and flagged.
   const json* axpy = region(ch, "axpy");
   ASSERT_NE(axpy, nullptr);
