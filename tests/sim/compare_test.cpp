@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -110,6 +111,63 @@ TEST(Compare, CapturesAreCountedWhereTheLiveRunRecordedThem) {
   EXPECT_NE(render_comparison(c).find("CUDA graph captures: live 3, simulated 2; at the same step 1"),
             std::string::npos);
   EXPECT_EQ(comparison_json(c)["steps"]["captures"]["live"], 3);
+}
+
+TEST(Compare, StepTimesArePricedByKindAndPathAtMatchingCompositions) {
+  // Live: a prefill, two decodes the engine ran straight on from (gaps of 1 ms: their time runs to the next start),
+  // a decode followed by a 50 ms pause (its own duration), then a step the simulation composed differently.
+  auto live_step = [](double start, double end, int64_t prefill, int64_t decodes) {
+    return json{{"start_s", start},
+                {"end_s", end},
+                {"duration_s", end - start},
+                {"num_requests", std::max<int64_t>(decodes, 1)},
+                {"num_tokens", prefill + decodes},
+                {"num_prefill_tokens", prefill},
+                {"num_decode_requests", decodes}};
+  };
+  auto sim_step = [](double dt, int64_t prefill, int64_t decodes, const char* path, double model_dt = -1) {
+    json s = {{"dt_s", dt},
+              {"requests", std::max<int64_t>(decodes, 1)},
+              {"tokens", prefill + decodes},
+              {"prefill_tokens", prefill},
+              {"decode_requests", decodes},
+              {"path", path}};
+    if (model_dt >= 0) s["model_dt_s"] = model_dt;
+    return s;
+  };
+  const json live = {{"version", 1},
+                     {"requests", {request("a", 0.1, 0.02, 1, 1)}},
+                     {"steps",
+                      {live_step(0.000, 0.099, 100, 0), live_step(0.100, 0.119, 0, 1), live_step(0.120, 0.139, 0, 1),
+                       live_step(0.140, 0.160, 0, 1), live_step(0.210, 0.230, 0, 2)}}};
+  // Under --step-times the simulated dt_s is the live one; model_dt_s is the cost model's price.
+  const json sim = {{"version", 1},
+                    {"requests", {request("a", 0.1, 0.02, 1, 1)}},
+                    {"steps",
+                     {sim_step(0.1, 100, 0, "capture", 0.150), sim_step(0.02, 0, 1, "graph", 0.022),
+                      sim_step(0.02, 0, 1, "graph", 0.022), sim_step(0.02, 0, 1, "graph", 0.025),
+                      sim_step(0.02, 0, 3, "graph", 0.030)}}};
+  const StepMatch m = compare_results(live, sim).steps;
+  ASSERT_EQ(m.pricing.size(), 3u);  // prefill capture, decode graph, all (the last step's composition differs)
+  EXPECT_EQ(m.pricing[0].error.name, "prefill capture");
+  EXPECT_EQ(m.pricing[0].error.requests, 1);
+  EXPECT_NEAR(m.pricing[0].error.live_median, 0.100, 1e-12);  // to the next start
+  EXPECT_NEAR(m.pricing[0].error.mape, 0.5, 1e-9);
+  EXPECT_EQ(m.pricing[1].kind, "decode");
+  EXPECT_EQ(m.pricing[1].path, "graph");
+  EXPECT_EQ(m.pricing[1].error.requests, 3);
+  // live 20, 20, 20 ms (the last one's own duration, the pause after it not counted); priced 22, 22, 25
+  EXPECT_NEAR(m.pricing[1].error.mape, (0.1 + 0.1 + 0.25) / 3, 1e-9);
+  EXPECT_NEAR(m.pricing[1].error.median_error, 0.1, 1e-9);
+  EXPECT_EQ(m.pricing[2].kind, "all");
+  EXPECT_EQ(m.pricing[2].error.requests, 4);
+  // Without model_dt_s (the simulator's own timing) dt_s is the price.
+  json own = sim;
+  for (json& s : own["steps"]) s.erase("model_dt_s");
+  EXPECT_NEAR(compare_results(live, own).steps.pricing[0].error.mape, 0.0, 1e-9);
+  const json j = comparison_json(compare_results(live, sim));
+  EXPECT_EQ(j["steps"]["pricing"][1]["steps"], 3);
+  EXPECT_NE(render_comparison(compare_results(live, sim)).find("decode graph"), std::string::npos);
 }
 
 TEST(Compare, WhatIsNotAResultFileIsOneLineNamingIt) {

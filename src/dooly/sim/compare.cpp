@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -131,6 +132,37 @@ StepKey step_key(const json& s) {
           int_field(s, "num_prefill_tokens", "prefill_tokens"), int_field(s, "num_decode_requests", "decode_requests")};
 }
 
+const char* kind_of(const StepKey& k) {
+  if (k.decodes == 0) return "prefill";
+  return k.prefill == 0 ? "decode" : "mixed";
+}
+
+std::optional<double> finite_number(const json& s, const char* key) {
+  const auto it = s.find(key);
+  if (it == s.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+// The live step's time: to the next step's start where the engine went straight on (a gap under 5 ms), else its
+// own duration; nullopt without a positive one.
+std::optional<double> live_step_s(const json& steps, size_t i) {
+  constexpr double kStraightOnS = 0.005;
+  std::optional<double> d = finite_number(steps[i], "duration_s");
+  if (i + 1 < steps.size() && steps[i + 1].is_object()) {
+    const auto start = finite_number(steps[i], "start_s"), end = finite_number(steps[i], "end_s"),
+               next = finite_number(steps[i + 1], "start_s");
+    if (start && end && next && *next - *end < kStraightOnS) d = *next - *start;
+  }
+  return d && *d > 0 ? d : std::nullopt;
+}
+
+// The simulation's price of its step: the cost model's own where the duration was the live run's.
+std::optional<double> sim_step_s(const json& s) {
+  const auto d = finite_number(s, "model_dt_s") ? finite_number(s, "model_dt_s") : finite_number(s, "dt_s");
+  return d && *d > 0 ? d : std::nullopt;
+}
+
 std::string describe(const StepKey& k) {
   return fmt::format("{} requests, {} tokens ({} prefill, {} decodes)", k.requests, k.tokens, k.prefill, k.decodes);
 }
@@ -154,18 +186,39 @@ StepMatch match_steps(const json& live, const json& sim) {
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].is_object() && a[i].contains("captured")) m.live_captures = m.live_captures.value_or(0) + live_captured(i);
   for (size_t i = 0; i < b.size(); ++i) m.sim_captures += sim_captured(i);
+  static constexpr const char* kKinds[] = {"prefill", "decode", "mixed"};
+  static constexpr const char* kPaths[] = {"eager", "graph", "capture"};
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> priced;  // (kind, path) -> (live, sim)
+  std::vector<std::pair<double, double>> all_priced;
   bool leading = true;
   for (int64_t i = 0; i < m.compared; ++i) {
-    m.captures_in_both += live_captured(static_cast<size_t>(i)) && sim_captured(static_cast<size_t>(i));
-    const StepKey x = step_key(a[static_cast<size_t>(i)]), y = step_key(b[static_cast<size_t>(i)]);
+    const auto at = static_cast<size_t>(i);
+    m.captures_in_both += live_captured(at) && sim_captured(at);
+    const StepKey x = step_key(a[at]), y = step_key(b[at]);
     if (x == y) {
       ++m.matching;
       m.horizon += leading ? 1 : 0;
+      const auto live_s = live_step_s(a, at), sim_s = sim_step_s(b[at]);
+      const auto path = b[at].find("path");
+      const std::string p = path != b[at].end() && path->is_string() ? path->get<std::string>() : "eager";
+      const auto pi = std::find(std::begin(kPaths), std::end(kPaths), p) - std::begin(kPaths);
+      const auto ki = std::find_if(std::begin(kKinds), std::end(kKinds),
+                                   [&](const char* k) { return std::string_view(k) == kind_of(x); }) -
+                      std::begin(kKinds);
+      if (live_s && sim_s && pi < 3) {
+        priced[{static_cast<int>(ki), static_cast<int>(pi)}].emplace_back(*live_s, *sim_s);
+        all_priced.emplace_back(*live_s, *sim_s);
+      }
       continue;
     }
     if (leading) m.first_mismatch = fmt::format("step {}: live {}; simulated {}", i, describe(x), describe(y));
     leading = false;
   }
+  for (const auto& [key, pairs] : priced) {
+    const std::string name = fmt::format("{} {}", kKinds[key.first], kPaths[key.second]);
+    m.pricing.push_back({kKinds[key.first], kPaths[key.second], metric_error(name.c_str(), pairs)});
+  }
+  if (!all_priced.empty()) m.pricing.push_back({"all", "", metric_error("all", all_priced)});
   return m;
 }
 
@@ -263,6 +316,15 @@ std::string render_comparison(const Comparison& c) {
   if (s.live_captures)
     out += fmt::format("CUDA graph captures: live {}, simulated {}; at the same step {}\n", *s.live_captures,
                        s.sim_captures, s.captures_in_both);
+  if (!s.pricing.empty()) {
+    out += "step time at the same composition (live: to the next step's start; simulated: the cost model's price)\n";
+    out += fmt::format("{:<16} {:>7} {:>9} {:>12} {:>12} {:>9}\n", "kind, path", "steps", "MAPE", "live median",
+                       "sim median", "error");
+    for (const StepPricing& p : s.pricing)
+      out += fmt::format("{:<16} {:>7} {:>8.2f}% {:>12.4g} {:>12.4g} {:>+8.2f}%  (ms)\n", p.error.name,
+                         p.error.requests, 100 * p.error.mape, p.error.live_median * 1e3, p.error.sim_median * 1e3,
+                         100 * p.error.median_error);
+  }
   return out;
 }
 
@@ -274,6 +336,16 @@ json comparison_json(const Comparison& c) {
                        {"live_median", m.live_median},   {"sim_median", m.sim_median},
                        {"live_p90", m.live_p90},         {"sim_p90", m.sim_p90}};
   const StepMatch& s = c.steps;
+  json pricing = json::array();
+  for (const StepPricing& p : s.pricing)
+    pricing.push_back({{"kind", p.kind},
+                       {"path", p.path},
+                       {"steps", p.error.requests},
+                       {"mape", p.error.mape},
+                       {"median_error", p.error.median_error},
+                       {"p90_error", p.error.p90_error},
+                       {"live_median_s", p.error.live_median},
+                       {"sim_median_s", p.error.sim_median}});
   return {{"version", 1},
           {"requests",
            {{"live", c.live_requests},
@@ -296,7 +368,8 @@ json comparison_json(const Comparison& c) {
             {"captures",
              {{"live", s.live_captures ? json(*s.live_captures) : json()},
               {"sim", s.sim_captures},
-              {"in_both", s.captures_in_both}}}}}};
+              {"in_both", s.captures_in_both}}},
+            {"pricing", pricing}}}};
 }
 
 void write_comparison_plot(const std::string& prefix, const Comparison& c) {

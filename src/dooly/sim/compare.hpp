@@ -32,6 +32,17 @@ struct MetricError {
   double live_median = 0, sim_median = 0, live_p90 = 0, sim_p90 = 0;
 };
 
+// The step-time model at the same composition: over the compared steps whose composition matches, the live step's
+// time (to the next step's start where the engine went straight on, a gap under 5 ms; else its own duration)
+// against the simulation's price of the step (`model_dt_s` where its times came from the live run, --step-times;
+// else its `dt_s`), by the step's kind and the simulated forward path. `error`: MAPE and median error as for the
+// requests; its name is "KIND PATH" ("decode graph", "mixed eager", ...; "all" for every matched step).
+struct StepPricing {
+  std::string kind;  // "prefill" (no decodes), "decode" (no prefill tokens), "mixed", "all"
+  std::string path;  // the simulated step's: "eager", "graph", "capture"; "" for "all"
+  MetricError error;
+};
+
 struct StepMatch {
   int64_t live_steps = 0, sim_steps = 0;
   int64_t compared = 0;        // min of the two
@@ -42,6 +53,9 @@ struct StepMatch {
   // before; simulated: path "capture"), and of the compared steps those that captured in both.
   std::optional<int64_t> live_captures;
   int64_t sim_captures = 0, captures_in_both = 0;
+  // By kind (prefill, decode, mixed) then path, the groups that have steps; then "all". Empty when no matched step
+  // has a time in both files.
+  std::vector<StepPricing> pricing;
 };
 
 struct Comparison {

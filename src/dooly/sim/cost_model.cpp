@@ -1,5 +1,7 @@
 #include "dooly/sim/cost_model.hpp"
 
+#include <algorithm>
+
 #include "dooly/common/error.hpp"
 #include "dooly/sim/analytic_cost.hpp"
 #include "dooly/sim/store_cost.hpp"
@@ -16,6 +18,18 @@ const char* to_string(ForwardPath p) {
       return "capture";
   }
   return "eager";
+}
+
+double step_duration(const StepCost& c, ForwardPath path) {
+  switch (path) {
+    case ForwardPath::eager:  // the device runs behind the launches
+      return c.host_serial_s + std::max(c.host_launch_s, c.device_s);
+    case ForwardPath::graph_replay:  // one replay call, then the host waits for the device
+      return c.host_serial_s + c.host_launch_s + c.device_s;
+    case ForwardPath::graph_capture:  // a warm-up forward, then every op issued again into the graph
+      return c.host_serial_s + std::max(c.host_launch_s, c.device_s) + c.host_launch_s;
+  }
+  return c.host_serial_s + std::max(c.host_launch_s, c.device_s);
 }
 
 std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec) {

@@ -47,7 +47,13 @@ struct StepCost {
   double host_launch_s = 0;  // host time issuing the forward (eager: every op; replay: the call; capture: eager's)
   double energy_j = 0;       // device energy during device_s (the units' energies); idle power is the engine's
   int extrapolated = 0;      // units priced outside the range they were measured over
+  // The cost model's own duration of the step (step_duration of its parts) where the parts were then set from
+  // elsewhere (StepTimesCost: the live run's duration); < 0 where the parts are the model's own.
+  double model_duration_s = -1;
 };
+
+// The step's duration: its parts combined the way the engine runs `path` (the three lines at the top of this file).
+double step_duration(const StepCost& c, ForwardPath path);
 
 class CostModel {
  public:

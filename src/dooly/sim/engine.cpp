@@ -55,19 +55,8 @@ int64_t pad_to_pow2(int64_t value, int64_t max_value, int64_t min_value) {
 }
 
 void combine(StepPlan& s, double idle_power_w) {
-  const StepCost& c = s.cost;
-  switch (s.shape.path) {
-    case ForwardPath::eager:  // the device runs behind the launches
-      s.duration_s = c.host_serial_s + std::max(c.host_launch_s, c.device_s);
-      break;
-    case ForwardPath::graph_replay:  // one replay call, then the host waits for the device
-      s.duration_s = c.host_serial_s + c.host_launch_s + c.device_s;
-      break;
-    case ForwardPath::graph_capture:  // a warm-up forward, then every op issued again into the graph
-      s.duration_s = c.host_serial_s + std::max(c.host_launch_s, c.device_s) + c.host_launch_s;
-      break;
-  }
-  s.energy_j = c.energy_j + idle_power_w * std::max(0.0, s.duration_s - c.device_s);
+  s.duration_s = step_duration(s.cost, s.shape.path);
+  s.energy_j = s.cost.energy_j + idle_power_w * std::max(0.0, s.duration_s - s.cost.device_s);
 }
 
 }  // namespace dooly::sim

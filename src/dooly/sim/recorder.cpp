@@ -17,6 +17,7 @@ void Recorder::step(double t_s, const StepPlan& p) {
   r.device_s = p.cost.device_s;
   r.host_s = p.cost.host_serial_s + p.cost.host_launch_s;
   r.energy_j = p.energy_j;
+  r.model_duration_s = p.cost.model_duration_s;
   r.requests = static_cast<int32_t>(p.slices.size());
   r.tokens = static_cast<int32_t>(p.tokens);
   r.prefill_tokens = static_cast<int32_t>(p.prefill_tokens);

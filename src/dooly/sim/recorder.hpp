@@ -15,6 +15,7 @@ struct StepRecord {
   double device_s = 0;
   double host_s = 0;  // host_serial + host_launch
   double energy_j = 0;
+  double model_duration_s = -1;  // the cost model's own duration where duration_s is the live run's (--step-times)
   int32_t requests = 0;
   int32_t tokens = 0;
   int32_t prefill_tokens = 0;

@@ -163,10 +163,12 @@ void write_step(Sink& out, int64_t i, const StepRecord& s) {
                  FMT_COMPILE("{}\n  {{\"i\": {}, \"t_s\": {}, \"dt_s\": {}, \"requests\": {}, \"tokens\": {}, "
                              "\"prefill_tokens\": {}, \"decode_requests\": {}, \"padded_tokens\": {}, \"path\": "
                              "\"{}\", \"device_s\": {}, \"host_s\": {}, \"energy_j\": {}, \"waiting\": {}, "
-                             "\"free_blocks\": {}, \"preempted\": {}}}"),
+                             "\"free_blocks\": {}, \"preempted\": {}"),
                  i ? "," : "", i, s.t_s, s.duration_s, s.requests, s.tokens, s.prefill_tokens, s.decode_requests,
                  s.padded_tokens, to_string(s.path), s.device_s, s.host_s, s.energy_j, s.waiting, s.free_blocks,
                  s.preempted);
+  if (s.model_duration_s >= 0) fmt::format_to(it, FMT_COMPILE(", \"model_dt_s\": {}"), s.model_duration_s);
+  out.buf().push_back('}');
   out.maybe_flush();
 }
 

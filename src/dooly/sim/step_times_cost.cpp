@@ -47,7 +47,8 @@ StepCost StepTimesCost::step(const plan::Composition& c, const StepShape& shape)
     ++next_;
     return out;  // past the live run: the wrapped model's price
   }
-  // Every path's combination (engine.cpp) gives host_serial + device when the launch cost is 0.
+  // Every path's combination (step_duration) gives host_serial + device when the launch cost is 0.
+  out.model_duration_s = step_duration(out, shape.path);
   const double d = durations_s_[next_++];
   out.device_s = std::min(out.device_s, d);
   out.host_serial_s = d - out.device_s;
