@@ -5,7 +5,8 @@ check: the same run simulated again with the live run's own arrivals (a trace of
 and step durations (`dooly simulate --step-times`: each step takes the live step's time, to the next step's start),
 so that the simulated scheduler meets every arrival when the live engine did; its row gives the share of steps
 whose composition (requests, tokens, prefill tokens, decodes) matches the live step of the same index, and the
-first that does not.
+first that does not; and the step-time model alone: every step of the scheduler check whose composition matches
+the live one, priced by the cost model (`model_dt_s`) against the live step's time, by kind and path.
 
   python3 scripts/analysis/compare_live.py data/live/h200/live-*.tgz [--db data/profile/h200.sqlite]
       [--dooly build/default/src/dooly/cli/dooly] [--out DIR (default: a temporary folder)] [--json summary.json]
@@ -30,7 +31,9 @@ def simulate_args(live: dict) -> list[str]:
     args = ["--model", e["model"], "--engine", "hf", "--scheduler", e["scheduler"], "--attention", e["attention"],
             "--cuda-graphs", graphs, "--block-size", str(e["block_size"]), "--num-blocks", str(e["num_blocks"]),
             "--max-batch-tokens", str(e["max_batch_tokens"]), "--max-requests", str(e["max_batch_requests"]),
-            "--safety-margin", str(e["safety_margin"]), "--workload", w["spec"]]
+            "--safety-margin", str(e["safety_margin"]), "--workload", w["spec"],
+            # dooly live's warm-up requests: the engine keeps the graphs they captured
+            "--warmup-requests", str(live.get("run", {}).get("setup", {}).get("warmup_requests", 0))]
     slo = live["summary"].get("slo") or {}
     if slo:
         args += ["--slo", ",".join(f"{k.removesuffix('_s')}:{v * 1e3:g}" for k, v in slo.items())]
@@ -147,6 +150,14 @@ def main(argv=None) -> int:
         jerr = f"{100 * (jt['sim'] / jt['live'] - 1):+8.1f}%" if jt.get("live") and jt.get("sim") else "        -"
         print(f"{r['run']:<40} {st['matching']:>6}/{st['compared']:<7} {100 * share:6.1f}% {mape} {med} {jerr}  "
               f"{st.get('first_mismatch') or '-'}")
+    print("\nthe step-time model at the live step's composition (scheduler check: every matched step priced by the"
+          " cost model against the live step's time; median error is the medians')")
+    print(f"{'run':<40} {'kind, path':<16} {'steps':>6} {'MAPE':>7} {'live ms':>8} {'sim ms':>8} {'med err':>8}")
+    for r in rows:
+        for p in (r.get("scheduler_check") or {}).get("pricing", []):
+            name = f"{p['kind']} {p['path']}".strip()
+            print(f"{r['run']:<40} {name:<16} {p['steps']:>6} {100 * p['mape']:6.1f}% {1e3 * p['live_median_s']:8.2f}"
+                  f" {1e3 * p['sim_median_s']:8.2f} {100 * p['median_error']:+7.1f}%")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"version": 1, "db": args.db, "runs": rows}, f, indent=1)

@@ -2,6 +2,7 @@
 // closed-loop users, and every bad input as one line before any work.
 #include "dooly/sim/simulator.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -168,6 +169,22 @@ TEST(Simulator, StepTimesSetEachStepsDurationInOrder) {
       << sim->cost->describe();
   // Energy: the cost model's device energy within the step, idle power for the rest.
   EXPECT_GE(steps[0].energy_j, sim->cost->idle_power_w() * (0.1 - steps[0].device_s) - 1e-9);
+  // The cost model's own price stays with each step given a live time (`model_dt_s`, for dooly compare's step
+  // pricing): step 0 computes what the run without --step-times computes first, at the price it takes there.
+  SimConfig own = c;
+  own.step_times.clear();
+  auto plain = prepare(own, models_dir());
+  const SimResult p = run(*plain, nullptr, true);
+  ASSERT_FALSE(p.recorder.steps.empty());
+  EXPECT_EQ(p.recorder.steps[0].tokens, steps[0].tokens);
+  EXPECT_DOUBLE_EQ(steps[0].model_duration_s, p.recorder.steps[0].duration_s);
+  EXPECT_LT(p.recorder.steps[0].model_duration_s, 0);  // its duration is the model's own
+  EXPECT_LT(steps[3].model_duration_s, 0);             // past the file: priced by the model
+  write_result_json(dir.file("timed.json"), *sim, r);
+  write_result_json(dir.file("own.json"), *plain, p);
+  EXPECT_NE(slurp(dir.file("timed.json")).find(fmt::format("\"model_dt_s\": {}}}", steps[0].model_duration_s)),
+            std::string::npos);
+  EXPECT_EQ(slurp(dir.file("own.json")).find("model_dt_s"), std::string::npos);
 
   for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
            {"0.1\nfast\n", "times.txt:2: the step duration (seconds) is 'fast', not a finite number"},
@@ -179,6 +196,45 @@ TEST(Simulator, StepTimesSetEachStepsDurationInOrder) {
   }
   c.step_times = dir.file("missing.txt");
   EXPECT_NE(error_of(c).find("missing.txt: cannot open it"), std::string::npos);
+}
+
+TEST(Simulator, WarmupRequestsLeaveTheGraphsTheyCapturedAsDoolyLiveDoes) {
+  dooly::testing::TempDir dir;
+  // Two requests of the same lengths, far apart: alone, each computes the same padded shapes.
+  std::ofstream(dir.file("t.jsonl"))
+      << "{\"id\": \"a\", \"arrival_s\": 0.0, \"prompt_tokens\": 100, \"output_tokens\": 4}\n"
+         "{\"id\": \"b\", \"arrival_s\": 5.0, \"prompt_tokens\": 100, \"output_tokens\": 4}\n";
+  SimConfig c = config("trace:" + dir.file("t.jsonl"));
+  c.engine.cuda_graphs = "on";
+  auto captures = [&](const SimConfig& cfg, bool first_request_only) {
+    auto sim = prepare(cfg, models_dir());
+    const SimResult r = run(*sim, nullptr, true);
+    int64_t n = 0;
+    for (const StepRecord& st : r.recorder.steps)
+      if (!first_request_only || st.t_s < 5.0) n += st.path == ForwardPath::graph_capture ? 1 : 0;
+    return n;
+  };
+  const int64_t cold = captures(c, true);
+  EXPECT_GT(cold, 0);                   // a's shapes are new to the engine
+  EXPECT_EQ(captures(c, false), cold);  // and b replays them
+  // `dooly live --warmup 1` served a's lengths before the run: the engine kept those graphs.
+  c.engine.warmup_requests = 1;
+  EXPECT_EQ(captures(c, false), 0);
+  // More than the workload has: the first repeated, as dooly live does. Three prompts served together are one
+  // prefill of 300 tokens (padded to 320), so a's prefill alone (128) is still new; the decodes (64) replay.
+  c.engine.warmup_requests = 3;
+  EXPECT_EQ(captures(c, false), 1);
+  // vLLM keeps nothing from a warm-up (it captures at start-up): the same steps as without.
+  c.engine.engine = "vllm";
+  c.engine.warmup_requests = 0;
+  auto plain = prepare(c, models_dir());
+  const SimResult p = run(*plain, nullptr, true);
+  c.engine.warmup_requests = 2;
+  auto warmed = prepare(c, models_dir());
+  const SimResult w = run(*warmed, nullptr, true);
+  ASSERT_EQ(p.recorder.steps.size(), w.recorder.steps.size());
+  for (size_t i = 0; i < p.recorder.steps.size(); ++i)
+    EXPECT_DOUBLE_EQ(p.recorder.steps[i].duration_s, w.recorder.steps[i].duration_s) << i;
 }
 
 TEST(Simulator, BadInputIsOneLineBeforeAnyWork) {

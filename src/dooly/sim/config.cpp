@@ -96,6 +96,13 @@ std::vector<Option> build() {
        [](SimConfig& c, const std::string& v) { c.engine.kv_padding = integer("kv-padding", v, 1, kBig); }},
       {"warmup", "on|off", "hf graphs: the largest graph is captured before serving (on)", false, false,
        [](SimConfig& c, const std::string& v) { c.engine.warmup = on_off("warmup", v); }},
+      {"warmup-requests", "N",
+       "the first N requests served as one batch before the run, as `dooly live --warmup N` does; the graphs it "
+       "captures carry over (0)",
+       false, false,
+       [](SimConfig& c, const std::string& v) {
+         c.engine.warmup_requests = integer("warmup-requests", v, 0, 1 << 20);
+       }},
       {"chunked-prefill", "on|off", "vllm: split prompts over steps (on)", false, false,
        [](SimConfig& c, const std::string& v) { c.engine.chunked_prefill = on_off("chunked-prefill", v); }},
       {"max-capture-size", "N", "vllm graphs: the largest captured batch in tokens (512)", false, false,

@@ -66,6 +66,12 @@ HfEngine::HfEngine(const EngineContext& ctx)
   }
 }
 
+void HfEngine::carry_over(const Engine& warmed) {
+  // The graph buffer outlives a run (transformers 5.17 never evicts a graph): the warm-up's shapes replay.
+  if (const auto* hf = dynamic_cast<const HfEngine*>(&warmed))
+    graphs_seen_.insert(hf->graphs_seen_.begin(), hf->graphs_seen_.end());
+}
+
 int64_t HfEngine::blocks_alone(int64_t prompt_tokens, int64_t output_tokens) const {
   const int64_t bs = cache_->block_size();
   int64_t allocated = 0, position = 0;

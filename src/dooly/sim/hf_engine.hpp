@@ -37,6 +37,7 @@ class HfEngine final : public Engine {
   void complete(std::vector<int32_t>& finished) override;
   bool has_pending() const override { return !inbox_.empty() || scheduler_->has_pending(); }
   nlohmann::json resolved() const override;
+  void carry_over(const Engine& warmed) override;
 
   const HfCache& cache() const { return *cache_; }
   const HfScheduler& scheduler() const { return *scheduler_; }

@@ -4,6 +4,44 @@
 #include "dooly/sim/step_times_cost.hpp"
 
 namespace dooly::sim {
+namespace {
+
+// The warm-up's steps cost nothing: only what the engine keeps from them matters.
+class Unpriced final : public CostModel {
+ public:
+  StepCost step(const plan::Composition& /*c*/, const StepShape& /*shape*/) const override { return {}; }
+  double idle_power_w() const override { return 0; }
+  std::string describe() const override { return "unpriced (warm-up)"; }
+};
+
+// `dooly live --warmup N`: the first N requests' lengths (the first repeated when the workload has fewer) served
+// as one batch, all at once, by a second engine of the same configuration; the simulated engine keeps what a real
+// one would (Engine::carry_over).
+void warm_up(Simulation& sim) {
+  const int64_t n = sim.config.engine.warmup_requests;
+  if (n <= 0 || sim.requests.empty()) return;
+  std::vector<RequestState> states(static_cast<size_t>(n));
+  for (size_t i = 0; i < states.size(); ++i) {
+    const Request& r = sim.requests[i < sim.requests.size() ? i : 0];
+    states[i].prompt_tokens = r.prompt_tokens;
+    states[i].output_tokens = r.output_tokens;
+  }
+  const Unpriced unpriced;
+  const std::unique_ptr<Engine> engine =
+      make_engine(sim.config.engine.engine, {sim.config.engine, sim.model, unpriced, states});
+  engine->check(states);
+  for (size_t i = 0; i < states.size(); ++i) engine->admit(static_cast<int32_t>(i));
+  std::vector<int32_t> finished;
+  while (engine->has_pending()) {
+    if (engine->schedule() == nullptr)
+      DOOLY_THROW(Error, "report it with the command line: the engine model stalled in the warm-up",
+                  "--warmup-requests {}: the warm-up batch left requests unserved", n);
+    engine->complete(finished);
+  }
+  sim.engine->carry_over(*engine);
+}
+
+}  // namespace
 
 std::unique_ptr<Simulation> prepare(const SimConfig& config, const std::string& models_dir) {
   if (config.model.empty()) DOOLY_THROW(InputError, "give --model NAME (data/models/) or a config.json", "no --model");
@@ -40,6 +78,7 @@ std::unique_ptr<Simulation> prepare(const SimConfig& config, const std::string& 
   }
   sim->engine = make_engine(config.engine.engine, {sim->config.engine, sim->model, *sim->cost, sim->states});
   sim->engine->check(sim->states);
+  warm_up(*sim);
   return sim;
 }
 
