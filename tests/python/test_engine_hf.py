@@ -272,7 +272,15 @@ def test_engine_cost_fits_host_time_per_step_kind(tmp_path):
     assert all(engine_cost.host_s(r["times"]) == r["times"]["untimed_step_s"] for r in rows)  # no device on a CPU
     assert engine_cost.host_s({"step_s": 0.08, "untimed_step_s": 0.06, "device_s": 0.05, "launch_s": 0.01,
                                "sync_s": 0.045}) == pytest.approx(0.06 - 0.04)  # less the timed pass's wait
+    assert not any(r.get("capture") for r in rows)  # no CUDA graphs on a CPU: the warm-up captured nothing
     summary = {s["kind"]: s for s in engine_cost.summarize(rows)}
+    assert "capture" not in summary
+    # A step of the warm-up that captured a graph: its own summary row, kept out of the kinds' fits and the store.
+    cap = dict(rows[0], capture=True, repeat=-1, times=dict(rows[0]["times"], forwards=2, step_s=9.0))
+    with_cap = {s["kind"]: s for s in engine_cost.summarize(rows + [cap])}
+    assert with_cap["capture"]["steps"] == 1 and with_cap["capture"]["median"]["step_s"] == 9.0
+    assert with_cap["capture"]["fit_host"] is None
+    assert with_cap[rows[0]["kind"]]["steps"] == summary[rows[0]["kind"]]["steps"]
     assert summary["decode"]["fit_host"] and set(summary["decode"]["fit_host"]) >= {"a_s", "per_requests_s", "mape"}
     assert summary["prefill"]["fit_host"] and "per_tokens_s" in summary["prefill"]["fit_host"]
     assert summary["prefill"]["steps"] == sum(1 for r in rows if r["kind"] == "prefill")
@@ -280,8 +288,8 @@ def test_engine_cost_fits_host_time_per_step_kind(tmp_path):
     import sqlite3
 
     db = tmp_path / "cost.sqlite"
-    n = engine_cost.commit(str(db), rows, "llama-3.1-8b-tiny", str(tiny_path("llama-3.1-8b")), "cpu")
-    assert n == len({tuple(r[k] for k in engine_cost.COMPOSITION) for r in rows})
+    n = engine_cost.commit(str(db), rows + [cap], "llama-3.1-8b-tiny", str(tiny_path("llama-3.1-8b")), "cpu")
+    assert n == len({tuple(r[k] for k in engine_cost.COMPOSITION) for r in rows})  # the capture not stored
     with sqlite3.connect(db) as c:
         sigs = c.execute("SELECT kind, name, canonical_json FROM signatures").fetchall()
         stored = c.execute("SELECT point_key, num_tokens, num_requests, prefill_chunk, batch, repetitions, "

@@ -77,7 +77,10 @@ LOOP = "engine-thread"
 def measure(config_path: str, attention: str, device: str, graphs: bool, workloads: dict, dtype=None,
             repeat: int = 1, max_batch_tokens: int = 521, num_blocks: int | None = None,
             loop: str = LOOP) -> list[dict]:
-    """Every step of every workload (after one untimed warm-up run of each, which also captures the graphs)."""
+    """Every step of every workload, after a warm-up run of each (caches, allocator, graph captures). The warm-up's
+    steps that captured a CUDA graph (two Python forwards: warm-up + capture) are kept too, flagged `capture`
+    (`repeat` -1): what the first step at a new padded shape costs, which the simulator prices as its `capture` path;
+    they stay out of the fits and the store (summarize, commit)."""
     from ..engines.hf import HFEngine
 
     rows = []
@@ -90,21 +93,27 @@ def measure(config_path: str, attention: str, device: str, graphs: bool, workloa
         in_thread = loop == "engine-thread"
         for kind, sets in workloads.items():
             for requests in sets:
-                eng.run(requests, engine_thread=in_thread)  # warm-up: caches, allocator, graph captures
+                warm = eng.run(requests, timed=True, engine_thread=in_thread)  # warm-up: caches, graph captures
+                rows += [step_row(kind, -1, s, info, engine, capture=True) for s in warm
+                         if s.times.get("forwards") == 2]
                 for rep in range(repeat):
                     walls = untimed_walls(eng, requests, in_thread)
                     steps = eng.run(requests, timed=True, engine_thread=in_thread)
                     if walls and [c for _, c in walls] == [(s.kind, s.num_tokens, s.num_requests) for s in steps]:
                         for s, (w, _) in zip(steps, walls):
                             s.times["untimed_step_s"] = w
-                    for s in steps:
-                        rows.append({"workload": kind, "repeat": rep, "step": s.step, "kind": s.kind,
-                                     "num_tokens": s.num_tokens, "num_requests": s.num_requests,
-                                     "num_prefill_tokens": s.num_prefill_tokens,
-                                     "num_decode_requests": s.num_decode_requests,
-                                     "cuda_graphs": list(info["cuda_graphs"]), "engine": engine,
-                                     "times": s.times})
+                    rows += [step_row(kind, rep, s, info, engine) for s in steps]
     return rows
+
+
+def step_row(workload: str, repeat: int, s, info: dict, engine: dict, capture: bool = False) -> dict:
+    row = {"workload": workload, "repeat": repeat, "step": s.step, "kind": s.kind, "num_tokens": s.num_tokens,
+           "num_requests": s.num_requests, "num_prefill_tokens": s.num_prefill_tokens,
+           "num_decode_requests": s.num_decode_requests, "cuda_graphs": list(info["cuda_graphs"]), "engine": engine,
+           "times": s.times}
+    if capture:
+        row["capture"] = True
+    return row
 
 
 COMPOSITION = ("num_tokens", "num_requests", "num_prefill_tokens", "num_decode_requests")
@@ -144,6 +153,8 @@ def commit(db: str, rows: list[dict], model: str, config_path: str, device: str)
         config_hash = hashlib.sha256(f.read()).hexdigest()
     groups: dict[tuple, list[dict]] = collections.defaultdict(list)
     for r in rows:
+        if r.get("capture"):
+            continue  # the first step at a shape: measured (summarize), not yet a signature of its own
         groups[(json.dumps(r["engine"], sort_keys=True), tuple(r[k] for k in COMPOSITION))].append(r)
     hashes: dict[str, str] = {}
     for (engine, comp), sel in sorted(groups.items()):
@@ -171,10 +182,13 @@ def commit(db: str, rows: list[dict], model: str, config_path: str, device: str)
 
 
 def summarize(rows: list[dict]) -> list[dict]:
+    """Per CUDA-graph mode and step kind: the phases' medians and the host fit; then, where the warm-up captured,
+    one `capture` row (every kind's captures together; no fit)."""
     out = []
     for graphs in sorted({tuple(r["cuda_graphs"]) for r in rows}):
-        for kind in ("prefill", "decode", "mixed"):
-            sel = [r for r in rows if r["kind"] == kind and tuple(r["cuda_graphs"]) == graphs]
+        for kind in ("prefill", "decode", "mixed", "capture"):
+            sel = [r for r in rows if tuple(r["cuda_graphs"]) == graphs and
+                   (r.get("capture", False) if kind == "capture" else r["kind"] == kind and not r.get("capture"))]
             if not sel:
                 continue
             med = {k: statistics.median(r["times"][k] for r in sel)
@@ -183,7 +197,7 @@ def summarize(rows: list[dict]) -> list[dict]:
             out.append({"cuda_graphs": list(graphs), "kind": kind, "steps": len(sel), "median": med,
                         "median_device_s": statistics.median(dev) if dev else None,
                         "median_host_s": statistics.median(host_s(r["times"]) for r in sel),
-                        "fit_host": fit_line(sel, FIT_VARIABLES[kind])})
+                        "fit_host": fit_line(sel, FIT_VARIABLES[kind]) if kind in FIT_VARIABLES else None})
     return out
 
 
