@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
-#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -132,9 +131,13 @@ StepKey step_key(const json& s) {
           int_field(s, "num_prefill_tokens", "prefill_tokens"), int_field(s, "num_decode_requests", "decode_requests")};
 }
 
-const char* kind_of(const StepKey& k) {
-  if (k.decodes == 0) return "prefill";
-  return k.prefill == 0 ? "decode" : "mixed";
+constexpr const char* kKinds[] = {"prefill", "decode", "mixed"};
+constexpr const char* kPaths[] = {"eager", "graph", "capture"};
+
+// Index into kKinds: prefill (no decodes), decode (no prefill tokens), mixed.
+int kind_of(const StepKey& k) {
+  if (k.decodes == 0) return 0;
+  return k.prefill == 0 ? 1 : 2;
 }
 
 std::optional<double> finite_number(const json& s, const char* key) {
@@ -163,6 +166,34 @@ std::optional<double> sim_step_s(const json& s) {
   return d && *d > 0 ? d : std::nullopt;
 }
 
+// The step-time table: each matched step's (live, simulated) time under its (kind, path).
+class PricingTally {
+ public:
+  void add(const StepKey& key, const json& live_steps, size_t i, const json& sim_step) {
+    const auto live_s = live_step_s(live_steps, i), sim_s = sim_step_s(sim_step);
+    const auto path = sim_step.find("path");
+    const std::string p = path != sim_step.end() && path->is_string() ? path->get<std::string>() : "eager";
+    const auto pi = std::find(std::begin(kPaths), std::end(kPaths), p) - std::begin(kPaths);
+    if (!live_s || !sim_s || pi >= 3) return;
+    priced_[{kind_of(key), static_cast<int>(pi)}].emplace_back(*live_s, *sim_s);
+    all_.emplace_back(*live_s, *sim_s);
+  }
+  // By kind then path, then "all".
+  std::vector<StepPricing> rows() const {
+    std::vector<StepPricing> out;
+    for (const auto& [key, pairs] : priced_) {
+      const std::string name = fmt::format("{} {}", kKinds[key.first], kPaths[key.second]);
+      out.push_back({kKinds[key.first], kPaths[key.second], metric_error(name.c_str(), pairs)});
+    }
+    if (!all_.empty()) out.push_back({"all", "", metric_error("all", all_)});
+    return out;
+  }
+
+ private:
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> priced_;
+  std::vector<std::pair<double, double>> all_;
+};
+
 std::string describe(const StepKey& k) {
   return fmt::format("{} requests, {} tokens ({} prefill, {} decodes)", k.requests, k.tokens, k.prefill, k.decodes);
 }
@@ -186,10 +217,7 @@ StepMatch match_steps(const json& live, const json& sim) {
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].is_object() && a[i].contains("captured")) m.live_captures = m.live_captures.value_or(0) + live_captured(i);
   for (size_t i = 0; i < b.size(); ++i) m.sim_captures += sim_captured(i);
-  static constexpr const char* kKinds[] = {"prefill", "decode", "mixed"};
-  static constexpr const char* kPaths[] = {"eager", "graph", "capture"};
-  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> priced;  // (kind, path) -> (live, sim)
-  std::vector<std::pair<double, double>> all_priced;
+  PricingTally pricing;
   bool leading = true;
   for (int64_t i = 0; i < m.compared; ++i) {
     const auto at = static_cast<size_t>(i);
@@ -198,27 +226,13 @@ StepMatch match_steps(const json& live, const json& sim) {
     if (x == y) {
       ++m.matching;
       m.horizon += leading ? 1 : 0;
-      const auto live_s = live_step_s(a, at), sim_s = sim_step_s(b[at]);
-      const auto path = b[at].find("path");
-      const std::string p = path != b[at].end() && path->is_string() ? path->get<std::string>() : "eager";
-      const auto pi = std::find(std::begin(kPaths), std::end(kPaths), p) - std::begin(kPaths);
-      const auto ki = std::find_if(std::begin(kKinds), std::end(kKinds),
-                                   [&](const char* k) { return std::string_view(k) == kind_of(x); }) -
-                      std::begin(kKinds);
-      if (live_s && sim_s && pi < 3) {
-        priced[{static_cast<int>(ki), static_cast<int>(pi)}].emplace_back(*live_s, *sim_s);
-        all_priced.emplace_back(*live_s, *sim_s);
-      }
+      pricing.add(x, a, at, b[at]);
       continue;
     }
     if (leading) m.first_mismatch = fmt::format("step {}: live {}; simulated {}", i, describe(x), describe(y));
     leading = false;
   }
-  for (const auto& [key, pairs] : priced) {
-    const std::string name = fmt::format("{} {}", kKinds[key.first], kPaths[key.second]);
-    m.pricing.push_back({kKinds[key.first], kPaths[key.second], metric_error(name.c_str(), pairs)});
-  }
-  if (!all_priced.empty()) m.pricing.push_back({"all", "", metric_error("all", all_priced)});
+  m.pricing = pricing.rows();
   return m;
 }
 
