@@ -187,8 +187,8 @@ def summarize(rows: list[dict]) -> list[dict]:
     out = []
     for graphs in sorted({tuple(r["cuda_graphs"]) for r in rows}):
         for kind in ("prefill", "decode", "mixed", "capture"):
-            sel = [r for r in rows if tuple(r["cuda_graphs"]) == graphs and
-                   (r.get("capture", False) if kind == "capture" else r["kind"] == kind and not r.get("capture"))]
+            sel = [r for r in rows
+                   if tuple(r["cuda_graphs"]) == graphs and ("capture" if r.get("capture") else r["kind"]) == kind]
             if not sel:
                 continue
             med = {k: statistics.median(r["times"][k] for r in sel)

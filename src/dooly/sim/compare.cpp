@@ -25,13 +25,17 @@ using nlohmann::json;
 constexpr const char* kFix = "give the result files of `dooly live --out` and `dooly simulate --out` (version 1)";
 constexpr const char* kMetrics[] = {"ttft", "tpot", "e2e", "energy"};
 
-// A request's value of one metric, when the file has a finite number there.
-std::optional<double> value_of(const json& r, const char* metric) {
-  const std::string key = std::string(metric) + (std::string(metric) == "energy" ? "_j" : "_s");
-  const auto it = r.find(key);
-  if (it == r.end() || !it->is_number()) return std::nullopt;
+// A field's value, when the object has a finite number there.
+std::optional<double> finite_number(const json& s, const std::string& key) {
+  const auto it = s.find(key);
+  if (it == s.end() || !it->is_number()) return std::nullopt;
   const double v = it->get<double>();
   return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+// A request's value of one metric, when the file has a finite number there.
+std::optional<double> value_of(const json& r, const char* metric) {
+  return finite_number(r, std::string(metric) + (std::string(metric) == "energy" ? "_j" : "_s"));
 }
 
 // A number field of a request (0 when absent, not a number or not finite).
@@ -140,13 +144,6 @@ int kind_of(const StepKey& k) {
   return k.prefill == 0 ? 1 : 2;
 }
 
-std::optional<double> finite_number(const json& s, const char* key) {
-  const auto it = s.find(key);
-  if (it == s.end() || !it->is_number()) return std::nullopt;
-  const double v = it->get<double>();
-  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
-}
-
 // The live step's time: to the next step's start where the engine went straight on (a gap under 5 ms), else its
 // own duration; nullopt without a positive one.
 std::optional<double> live_step_s(const json& steps, size_t i) {
@@ -162,7 +159,8 @@ std::optional<double> live_step_s(const json& steps, size_t i) {
 
 // The simulation's price of its step: the cost model's own where the duration was the live run's.
 std::optional<double> sim_step_s(const json& s) {
-  const auto d = finite_number(s, "model_dt_s") ? finite_number(s, "model_dt_s") : finite_number(s, "dt_s");
+  std::optional<double> d = finite_number(s, "model_dt_s");
+  if (!d) d = finite_number(s, "dt_s");
   return d && *d > 0 ? d : std::nullopt;
 }
 

@@ -25,8 +25,9 @@ struct EngineConfig {
   int64_t q_padding = 64;               // hf graphs: q_padding_interval_size
   int64_t kv_padding = 16384;           // hf graphs: kv_padding_interval_size
   bool warmup = true;                   // hf graphs: the largest varlen graph is captured before serving
-  int64_t warmup_requests = 0;          // the first N requests' lengths served as one batch before the run (`dooly live
-                                // --warmup N`); what the engine keeps from it carries over (hf: its CUDA graphs)
+  // The first N requests' lengths served as one batch before the run (`dooly live --warmup N`); what the engine
+  // keeps from it carries over (hf: its CUDA graphs).
+  int64_t warmup_requests = 0;
   bool chunked_prefill = true;     // vllm: enable_chunked_prefill (HF always splits long prompts)
   int64_t max_capture_size = 512;  // vllm graphs: the largest captured batch (tokens)
   GpuSpec gpu;
