@@ -63,6 +63,7 @@ core=/tmp/dooly-core
 bash scripts/gpu/build_core.sh "$core" > /tmp/dooly-build.log 2>&1 || { tail -20 /tmp/dooly-build.log; exit 1; }
 export PYTHONPATH="$ROOT/python:$core"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$RES/env.txt"
+echo "cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores" | tee -a "$RES/env.txt"  # host cost
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 

@@ -67,6 +67,9 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,powe
   2>&1 | tee "$RES/env.txt"
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)' \
   | tee -a "$RES/env.txt"
+# The host CPU: the engine's host cost (most of an eager step, and a capture) follows it; machines lent on different
+# days differed by ~25 % in the same eager step (docs/results/2026-12-05-h200-captures-routing-heldout.md).
+echo "cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores" | tee -a "$RES/env.txt"
 
 rates_for() {
   if [ -n "${RATES:-}" ]; then echo "$RATES"; return; fi

@@ -130,13 +130,16 @@ TEST(MoeRouting, ARoutingWithoutPointsIsOneLineNamingWhatWasMeasured) {
 TEST(MoeRouting, TextParsesAndFormats) {
   EXPECT_FALSE(parse_moe_routing("uniform"));
   EXPECT_EQ(parse_moe_routing("random")->mode, MoeRouting::Mode::random);
+  EXPECT_FALSE(parse_moe_routing("random")->if_measured);
+  EXPECT_EQ(parse_moe_routing("auto")->mode, MoeRouting::Mode::random);  // random where measured, never refused
+  EXPECT_TRUE(parse_moe_routing("auto")->if_measured);
   EXPECT_EQ(parse_moe_routing("experts:8")->experts, 8);
   EXPECT_EQ(parse_moe_routing("skew:1.25")->skew_percent, 125);
-  for (const char* text : {"random", "experts:8", "skew:1.25", "skew:2"})
+  for (const char* text : {"auto", "random", "experts:8", "skew:1.25", "skew:2"})
     EXPECT_EQ(format_moe_routing(parse_moe_routing(text)), text);
   EXPECT_EQ(format_moe_routing(std::nullopt), "uniform");
   for (const char* bad :
-       {"", "forced", "experts:0", "experts:2x", "skew:0", "skew:11", "skew:1.234", "skew:", "zipf:1", "Random"})
+       {"", "forced", "experts:0", "experts:2x", "skew:0", "skew:11", "skew:1.234", "skew:", "zipf:1", "Random", "Auto"})
     EXPECT_THROW(parse_moe_routing(bad), InputError) << bad;
 }
 

@@ -268,6 +268,22 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
   EXPECT_NEAR(random.predict(parse_composition("16"), 15).device_s, 3 * padded_ratio * cost(16), 1e-9 * cost(16));
   EXPECT_NEAR(random.explain(parse_composition("16"), 15).total.device_s, 3 * padded_ratio * cost(16), 1e-9 * cost(16));
   EXPECT_NEAR(random.predict(parse_composition("16")).device_s, 3 * cost(16), 1e-3 * cost(16));
+  EXPECT_TRUE(random.routes_moe());
+  EXPECT_FALSE(uniform.routes_moe());
+  // Auto (the simulator's default): random where the grouped GEMM has routing points; a dense model, and a MoE whose
+  // grouped GEMM has none, load as uniform instead of being refused.
+  o.moe_routing = parse_moe_routing("auto");
+  const StepModel automatic = StepModel::load(db, o);
+  EXPECT_TRUE(automatic.routes_moe());
+  EXPECT_EQ(automatic.predict(parse_composition("16"), 15).device_s, random.predict(parse_composition("16"), 15).device_s);
+  EXPECT_EQ(format_moe_routing(o.moe_routing), "auto");
+  StepModelOptions dense_auto = tiny();
+  dense_auto.moe_routing = parse_moe_routing("auto");
+  const StepModel dense_model = StepModel::load(db, dense_auto);
+  EXPECT_FALSE(dense_model.routes_moe());
+  StepModelOptions dense_uniform = tiny();
+  EXPECT_EQ(dense_model.predict(parse_composition("64")).device_s,
+            StepModel::load(db, dense_uniform).predict(parse_composition("64")).device_s);
   // A routing not measured, and routing asked of a dense model: one line each, naming what was measured.
   auto message = [&](StepModelOptions opt) {
     try {
@@ -289,6 +305,32 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
                                 "GEMM"),
             std::string::npos)
       << message(dense);
+}
+
+// Auto on a MoE whose grouped GEMM was measured on its token grid alone (no routing points yet, as a model profiled
+// before the grid had its moe section): uniform, as fitted; random, asked for by name, is refused.
+TEST_F(StepModelTest, AutoMoeRoutingWithoutRoutingPointsIsUniform) {
+  const int64_t moe = db.upsert_model({0, "tiny-moe", "olmoe", "OlmoeForCausalLM", "cfg-moe"});
+  const int64_t gemm =
+      db.upsert_signature(
+            std::string(64, 'f'), "_grouped_mm", store::SignatureKind::op,
+            R"({"inputs":[{"dtype":"bfloat16","shape":["MIX:2*NUM_TOKS","8"]},{"dtype":"bfloat16","shape":["4","8","8"]},)"
+            R"({"dtype":"int32","shape":["4"]}],"kind":"op","name":"_grouped_mm","v":1})",
+            R"({"rule":"matmul","example_module":"model.layers.0.mlp.experts"})")
+          .id;
+  db.replace_occurrences(moe, t.traced, std::vector<store::Occurrence>{{gemm, store::Phase::prefill, 3}});
+  for (double tok = 1; tok <= 4096; tok *= 2)
+    db.insert_measurement(
+        testing::tiny_point(gemm, t.measured, fmt::format(R"({{"NUM_TOKS":{}}})", tok), 10e-6 + 1e-9 * tok));
+  StepModelOptions o = tiny("paged|sdpa[efficient]");
+  o.model = "tiny-moe";
+  const double uniform = StepModel::load(db, o).predict(parse_composition("16"), 15).device_s;
+  o.moe_routing = parse_moe_routing("auto");
+  const StepModel automatic = StepModel::load(db, o);
+  EXPECT_FALSE(automatic.routes_moe());
+  EXPECT_EQ(automatic.predict(parse_composition("16"), 15).device_s, uniform);
+  o.moe_routing = parse_moe_routing("random");
+  EXPECT_THROW(StepModel::load(db, o), InputError);
 }
 
 TEST(CompositionText, ParsesAndFormats) {

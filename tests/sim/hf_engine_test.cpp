@@ -176,7 +176,8 @@ TEST(HfEngine, CombinationRulePerPath) {
   p.cost.host_launch_s = 0.030;
   p.shape.path = ForwardPath::graph_capture;
   combine(p, 100);
-  EXPECT_DOUBLE_EQ(p.duration_s, 0.001 + 0.030 + 0.030);
+  EXPECT_DOUBLE_EQ(p.duration_s, 0.001 + 0.030 + 0.010);  // the warm-up forward, then one more device pass
+  EXPECT_DOUBLE_EQ(p.energy_j, 5 + 100 * (0.041 - 0.010));
 }
 
 TEST(HfEngine, ResolvesLikeTheEngine) {

@@ -10,6 +10,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/sim/result_writer.hpp"
+#include "dooly/sim/step_times_cost.hpp"
 #include "sim_support.hpp"
 #include "support/temp_dir.hpp"
 
@@ -144,6 +145,39 @@ TEST(Simulator, ClosedLoopUsersSendAfterThinking) {
 
 // The scheduler check: the k-th step takes the k-th given duration, so arrivals meet the scheduler at the live
 // engine's step boundaries; the steps after the file's end take the cost model's price.
+// The parts of a step combined per path (cost_model.hpp): a capture is the warm-up forward (launch-bound here) and one
+// more device pass; under --step-times every path takes the live duration, also one shorter than the device alone.
+TEST(StepTimesCost, EveryPathTakesTheLiveDurationAndKeepsTheModelsPrice) {
+  struct Fixed final : CostModel {
+    StepCost step(const plan::Composition&, const StepShape&) const override {
+      StepCost c;
+      c.device_s = 0.030;
+      c.host_serial_s = 0.002;
+      c.host_launch_s = 0.080;
+      c.energy_j = 9;
+      return c;
+    }
+    double idle_power_w() const override { return 100; }
+    std::string describe() const override { return "fixed"; }
+  };
+  const plan::Composition c{{{4, 0}}};
+  const StepCost parts = Fixed().step(c, {});
+  EXPECT_DOUBLE_EQ(step_duration(parts, ForwardPath::eager), 0.082);
+  EXPECT_DOUBLE_EQ(step_duration(parts, ForwardPath::graph_replay), 0.112);
+  EXPECT_DOUBLE_EQ(step_duration(parts, ForwardPath::graph_capture), 0.112);
+  const std::vector<double> live{0.1, 0.1, 0.1, 0.05, 0.02};
+  StepTimesCost timed(std::make_unique<Fixed>(), live, "live");
+  const ForwardPath paths[] = {ForwardPath::eager, ForwardPath::graph_replay, ForwardPath::graph_capture,
+                               ForwardPath::graph_capture, ForwardPath::eager};
+  for (size_t i = 0; i < live.size(); ++i) {
+    const StepCost s = timed.step(c, {paths[i], 4, 0, 1});
+    EXPECT_NEAR(step_duration(s, paths[i]), live[i], 1e-12) << i;
+    EXPECT_LE(s.device_s, parts.device_s) << i;
+    EXPECT_GE(s.host_serial_s, 0) << i;
+    EXPECT_DOUBLE_EQ(s.model_duration_s, step_duration(parts, paths[i])) << i;
+  }
+}
+
 TEST(Simulator, StepTimesSetEachStepsDurationInOrder) {
   dooly::testing::TempDir dir;
   // Two requests; the second arrives at 0.25 s: during step 1 with the given times (0.1 + 0.2 s), so it joins

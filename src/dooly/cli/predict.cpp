@@ -1,6 +1,6 @@
 // dooly predict fit --db DB [--provenance ID] [--force]
 // dooly predict step --db DB --model NAME --attention BACKEND --composition TEXT [--provenance ID] [--graphs on|off]
-//                   [--moe-routing uniform|random|experts:K|skew:S] [--padding N] [--terms]
+//                   [--moe-routing auto|uniform|random|experts:K|skew:S] [--padding N] [--terms]
 // fit: fits the predictors whose points changed (dooly::predict::fit_store) and prints the held-out error by op class
 // with the share of step time each class holds for a reference step. step: one step's predicted device time and
 // energy, by op class (dooly::predict::StepModel). docs/predict.md.
@@ -50,7 +50,7 @@ struct StepArgs {
   std::string composition;
   int64_t provenance = 0;
   std::string graphs = "on";
-  std::string moe_routing = "uniform";
+  std::string moe_routing = "auto";
   int64_t padding = 0;
   bool terms = false;
 };
@@ -157,7 +157,7 @@ void run_step(const StepArgs& a) {
     DOOLY_THROW(InputError, "give --padding below the composition's tokens (a replay pads its last request)",
                 "--padding {} for a step of {} tokens", a.padding, composition.num_tokens());
   if (a.padding > 0 && (!moe_routing || moe_routing->mode != predict::MoeRouting::Mode::random))
-    DOOLY_THROW(InputError, "give --moe-routing random with it, or leave --padding out",
+    DOOLY_THROW(InputError, "give --moe-routing random or auto with it, or leave --padding out",
                 "--padding {}: only random MoE routing reads the padding (it routes the padding tokens together); "
                 "the routing is {}",
                 a.padding, predict::format_moe_routing(moe_routing));
@@ -182,6 +182,10 @@ void run_step(const StepArgs& a) {
                         : std::string("host not measured for this model");
   print(fmt::format("device {:.3f} ms, energy {:.4f} J, {}; {} of {} terms extrapolated\n", b.total.device_s * 1e3,
                     b.total.energy_j, host, b.total.extrapolated_terms, b.terms.size() + (m.has_host_cost() ? 1 : 0)));
+  if (m.routes_moe())
+    print(fmt::format("MoE grouped GEMMs routed {} (their routing points){}\n",
+                      moe_routing->if_measured ? "at random" : predict::format_moe_routing(moe_routing),
+                      a.padding > 0 ? fmt::format(", {} padding tokens routed together", a.padding) : ""));
   print(fmt::format("{:<18} {:>6} {:>11} {:>7} {:>10} {:>13}\n", "class", "terms", "time ms", "share", "energy J",
                     "extrapolated"));
   const double step_s = b.total.device_s + b.total.host_s;
@@ -230,8 +234,8 @@ void setup_predict(CLI::App& app) {
   step->add_option("--provenance", s->provenance, "the measurement provenance (default: the one covering most)");
   step->add_option("--graphs", s->graphs, "engine host cost with CUDA graphs on or off")->capture_default_str();
   step->add_option("--moe-routing", s->moe_routing,
-                   "MoE models: the grouped GEMMs' routing, uniform, random, experts:K or skew:S (the store's routing "
-                   "points)")
+                   "MoE models: the grouped GEMMs' routing, auto (random where the store has routing points, else "
+                   "uniform), uniform, random, experts:K or skew:S (the store's routing points)")
       ->capture_default_str();
   step->add_option("--padding", s->padding,
                    "of the step's tokens, those a CUDA graph's replay padded it with (random MoE routing reads it)")

@@ -41,10 +41,11 @@ std::string first_dim(const nlohmann::json& c, size_t k) {
 
 std::optional<MoeRouting> parse_moe_routing(const std::string& text) {
   const std::string fix =
-      "give uniform, random (as the engine routes), experts:K (the rows forced onto K >= 1 experts) or skew:S "
+      "give auto (random where measured), uniform, random (as the engine routes), experts:K (the rows forced onto K >= 1 experts) or skew:S "
       "(0 < S <= 10, in steps of 0.01)";
   if (text == "uniform") return std::nullopt;
   if (text == "random") return MoeRouting{MoeRouting::Mode::random, 0, 0};
+  if (text == "auto") return MoeRouting{MoeRouting::Mode::random, 0, 0, true};
   const size_t colon = text.find(':');
   const std::string kind = text.substr(0, colon), value = colon == std::string::npos ? "" : text.substr(colon + 1);
   try {
@@ -67,7 +68,7 @@ std::string format_moe_routing(const std::optional<MoeRouting>& r) {
   if (!r) return "uniform";
   switch (r->mode) {
     case MoeRouting::Mode::random:
-      return "random";
+      return r->if_measured ? "auto" : "random";
     case MoeRouting::Mode::skewed:
       return fmt::format("skew:{:g}", static_cast<double>(r->skew_percent) / 100);
     case MoeRouting::Mode::forced:

@@ -6,6 +6,9 @@
 //
 //   experts:K  the rows forced onto K experts
 //   skew:S     skewed over every expert, expert i's share ~ 1/(i+1)^S
+//   auto       random where the store measured the grouped GEMM's routing points, uniform elsewhere (a dense
+//              model, a grouped GEMM measured inside a module or without routing points): the simulator's and
+//              `dooly predict step`'s default, since random is what the engine's router does
 //   random     what the engine runs: each real token's top-k experts drawn at random (a router's choices, balanced
 //              on average), E (1 - (1 - k/E)^T) experts reached by T tokens; under CUDA graphs the padding tokens are
 //              all alike (the engine zeroes them) and reach the same k experts, so a replay padded to 64 tokens for
@@ -34,8 +37,10 @@ struct MoeRouting {
   Mode mode = Mode::forced;
   int64_t experts = 0;       // forced: the rows go to this many experts
   int64_t skew_percent = 0;  // skewed: the exponent x 100
+  bool if_measured = false;  // "auto": applied where routing points exist, uniform elsewhere, never refused
 };
-// "uniform" -> nullopt, "experts:K" (K >= 1), "skew:S" (0 < S <= 10, steps of 0.01), "random"; InputError otherwise.
+// "uniform" -> nullopt, "experts:K" (K >= 1), "skew:S" (0 < S <= 10, steps of 0.01), "random", "auto" (random,
+// if_measured); InputError otherwise.
 std::optional<MoeRouting> parse_moe_routing(const std::string& text);
 std::string format_moe_routing(const std::optional<MoeRouting>& r);
 

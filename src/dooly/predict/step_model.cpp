@@ -83,7 +83,7 @@ class StepModelLoader {
     m_.measurement_provenance_ = find_measurement_provenance(model.id);
     for (const store::SignatureUse& use : uses)
       if (use.signature.kind == store::SignatureKind::op) add_use(use);
-    if (options_.moe_routing && m_.routings_.empty())
+    if (options_.moe_routing && !options_.moe_routing->if_measured && m_.routings_.empty())
       DOOLY_THROW(InputError, "leave MoE routing at uniform for a dense model",
                   "MoE routing {} asked for, but the steps of {} hold no measured grouped GEMM (a MoE's experts)",
                   format_moe_routing(options_.moe_routing), m_.model_name_);
@@ -237,15 +237,24 @@ class StepModelLoader {
     if (!t.energy) miss(m_.missing_energy_, use, "no point with energy");
     for (size_t i = 0; i < quantities.size(); ++i) t.slot[i] = slot_of(quantities[i]);
     const bool grouped_gemm = use.signature.name == "_grouped_mm" || use.signature.name == "grouped_mm";
-    if (options_.moe_routing && grouped_gemm && unit != use.signature.id)
+    const bool routed = options_.moe_routing && grouped_gemm &&
+                        (!options_.moe_routing->if_measured || has_routing_points(use.signature.id, unit));
+    if (routed && unit != use.signature.id)
       DOOLY_THROW(InputError, "leave MoE routing at uniform for this model (the module's own measurement)",
                   "MoE routing {} asked for, but {}'s grouped GEMM (signature {}) was measured inside a module unit "
                   "({}), which routes with its own router",
                   format_moe_routing(options_.moe_routing), m_.model_name_, use.signature.id, name_of(unit));
-    if (options_.moe_routing && grouped_gemm) t.routing = routing_scale(use, quantities, t.latency);
+    if (routed) t.routing = routing_scale(use, quantities, t.latency);
     StepModel::PhaseTerms& phase = m_.phases_[phase_index(use.phase)];
     phase.traced = true;
     phase.terms.push_back(std::move(t));
+  }
+
+  // MoE routing "auto" prices a grouped GEMM by its routing points only where it was measured as its own unit and
+  // has some; elsewhere (inside a module, no routing points) it stays uniform, as fitted.
+  bool has_routing_points(int64_t signature_id, int64_t unit) const {
+    const auto it = data_.find({signature_id, m_.measurement_provenance_});
+    return unit == signature_id && it != data_.end() && !it->second.routed.empty();
   }
 
   // The grouped GEMM's routing scale (moe_routing.hpp) from its routing points under the measurement provenance;

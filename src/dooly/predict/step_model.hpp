@@ -113,6 +113,8 @@ class StepModel {
   int64_t measurement_provenance_id() const noexcept { return measurement_provenance_; }
   const std::string& attention_backend() const noexcept { return backend_; }
   bool has_host_cost() const noexcept { return host_.has_value(); }
+  // Some grouped GEMM is priced by its routing points (moe_routing asked for, or "auto" and measured).
+  bool routes_moe() const noexcept { return !routings_.empty(); }
   int64_t host_provenance_id() const noexcept { return host_provenance_; }
   bool host_cuda_graphs() const noexcept { return host_graphs_; }
   // The traced phase a step of this kind takes its signatures from: its own, decode -> mixed when no decode step

@@ -113,10 +113,10 @@ std::vector<Option> build() {
        false, false, [](SimConfig& c, const std::string& v) { c.db = v; }},
       {"allow-missing", "on|off", "--db: price steps without the op signatures the store has not measured (off)", false,
        false, [](SimConfig& c, const std::string& v) { c.allow_missing = on_off("allow-missing", v); }},
-      {"moe-routing", "uniform|random|experts:K|skew:S",
+      {"moe-routing", "auto|uniform|random|experts:K|skew:S",
        "--db, MoE models: the experts' rows spread evenly (uniform), routed at random as the engine's router does "
        "(its padding tokens all alike), forced onto K experts, or skewed (expert i's share ~ 1/(i+1)^S), as the store "
-       "measured them (docs/simulate.md)",
+       "measured them; auto: random where the store has the routing points, else uniform (docs/simulate.md)",
        false, false,
        [](SimConfig& c, const std::string& v) {
          (void)predict::parse_moe_routing(v);  // checked here: one line naming the flag's values

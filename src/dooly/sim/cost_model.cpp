@@ -26,15 +26,15 @@ double step_duration(const StepCost& c, ForwardPath path) {
       return c.host_serial_s + std::max(c.host_launch_s, c.device_s);
     case ForwardPath::graph_replay:  // one replay call, then the host waits for the device
       return c.host_serial_s + c.host_launch_s + c.device_s;
-    case ForwardPath::graph_capture:  // a warm-up forward, then every op issued again into the graph
-      return c.host_serial_s + std::max(c.host_launch_s, c.device_s) + c.host_launch_s;
+    case ForwardPath::graph_capture:  // a warm-up forward, then the capture: about one more device pass
+      return c.host_serial_s + std::max(c.host_launch_s, c.device_s) + c.device_s;
   }
   return c.host_serial_s + std::max(c.host_launch_s, c.device_s);
 }
 
 std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec) {
   const std::string kind = spec.kind == "auto" ? (spec.db.empty() ? "analytic" : "store") : spec.kind;
-  if (kind == "analytic" && spec.moe_routing != "uniform")
+  if (kind == "analytic" && spec.moe_routing != "uniform" && spec.moe_routing != "auto")
     DOOLY_THROW(InputError, "give the profiling store with --db FILE (its routing points), or leave --moe-routing out",
                 "--moe-routing {}: the analytic cost model routes uniformly", spec.moe_routing);
   if (kind == "analytic") return std::make_unique<AnalyticCost>(AnalyticCost::for_spec(spec));

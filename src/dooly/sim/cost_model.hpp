@@ -7,8 +7,10 @@
 // combines them the way its engine executes (docs/simulate.md, "Step time"):
 //   eager:          step = host_serial + max(host_launch, device)       (the device runs behind the launches)
 //   graph replay:   step = host_serial + host_launch + device          (one replay call, then the device)
-//   graph capture:  step = host_serial + max(host_launch, device) + host_launch   (a warm-up forward, then the
-//                   same ops issued again into the graph while the device idles)
+//   graph capture:  step = host_serial + max(host_launch, device) + device   (a warm-up forward, eager; then the
+//                   capture, priced as one more device pass: recording the ops costs the host far less than an
+//                   eager launch: the H200's live captures took one eager forward plus about a replay, 470 captures
+//                   of 24 runs, docs/results/2026-12-05-h200-captures-routing-heldout.md)
 //   step energy = energy (the device's, during `device`) + idle power × (step − device)
 //
 // Two implementations: the analytic roofline (analytic_cost.hpp; tests, benchmarks, and `--cost analytic`), and the
@@ -27,7 +29,7 @@ namespace dooly::sim {
 enum class ForwardPath : uint8_t {
   eager,          // every op launched from Python
   graph_replay,   // a captured CUDA graph replayed at the padded shape
-  graph_capture,  // first step at a padded shape: a warm-up forward, then the capture (no replay)
+  graph_capture,  // first step at a padded shape: a warm-up forward, then the capture
 };
 const char* to_string(ForwardPath p);
 
@@ -75,7 +77,7 @@ struct CostSpec {
   int dtype_bytes = 2;
   bool cuda_graphs = false;
   bool allow_missing = false;           // store: price without the unmeasured op signatures instead of refusing
-  std::string moe_routing = "uniform";  // store, MoE models: the grouped GEMMs' routing (predict::parse_moe_routing)
+  std::string moe_routing = "auto";  // store, MoE models: the grouped GEMMs' routing (predict::parse_moe_routing)
   ModelSpec model;
   GpuSpec gpu;
 };

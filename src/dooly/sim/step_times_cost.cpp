@@ -47,11 +47,16 @@ StepCost StepTimesCost::step(const plan::Composition& c, const StepShape& shape)
     ++next_;
     return out;  // past the live run: the wrapped model's price
   }
-  // Every path's combination (step_duration) gives host_serial + device when the launch cost is 0.
   out.model_duration_s = step_duration(out, shape.path);
+  // The live duration d, split as the path combines its parts (step_duration): the device work as priced (scaled
+  // down where the path alone would outlast d), no launch cost, the rest serial host time.
   const double d = durations_s_[next_++];
-  out.device_s = std::min(out.device_s, d);
-  out.host_serial_s = d - out.device_s;
+  StepCost device_only;
+  device_only.device_s = out.device_s;
+  const double device_span = step_duration(device_only, shape.path);
+  if (device_span > d) out.device_s *= d / device_span;
+  device_only.device_s = out.device_s;
+  out.host_serial_s = std::max(0.0, d - step_duration(device_only, shape.path));
   out.host_launch_s = 0;
   return out;
 }

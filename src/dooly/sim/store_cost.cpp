@@ -141,7 +141,9 @@ std::string StoreCost::describe() const {
       "idle {:.1f} W{}",
       store_path_, device_.measurement_provenance_id(), device_.model_name(), device_.attention_backend(),
       missing.size(), host, idle_w_,
-      moe_routing_ == "uniform" ? std::string() : fmt::format("; MoE grouped GEMMs routed {}", moe_routing_));
+      !device_.routes_moe()    ? std::string()
+      : moe_routing_ == "auto" ? "; MoE grouped GEMMs routed at random, by their routing points (--moe-routing auto)"
+                               : fmt::format("; MoE grouped GEMMs routed {}", moe_routing_));
 }
 
 }  // namespace dooly::sim
