@@ -11,17 +11,17 @@
 namespace dooly::sim {
 
 struct SimConfig {
-  std::string model;           // a name in data/models/ or the path of a config.json
-  std::string db;              // a profiling store (the store-backed cost model)
-  std::string cost = "auto";   // auto | analytic | store
-  bool allow_missing = false;  // the store's unmeasured op signatures add nothing (flagged) instead of refusing
+  std::string model;                 // a name in data/models/ or the path of a config.json
+  std::string db;                    // a profiling store (the store-backed cost model)
+  std::string cost = "auto";         // auto | analytic | store
+  bool allow_missing = false;        // the store's unmeasured op signatures add nothing (flagged) instead of refusing
   std::string moe_routing = "auto";  // auto | uniform | random | experts:K | skew:S (predict::parse_moe_routing)
-  std::string workload;                 // sim/workload.hpp's grammar
-  std::string slo;                      // ttft:MS,tpot:MS[,e2e:MS]
-  std::string step_times;  // a live run's step durations: the scheduler check's timing (step_times_cost.hpp)
-  std::string out;         // result.json
-  std::string csv;         // per-request CSV
-  std::string plot;        // SVG files' prefix
+  std::string workload;              // sim/workload.hpp's grammar
+  std::string slo;                   // ttft:MS,tpot:MS[,e2e:MS]
+  std::string step_times;            // a live run's step durations: the scheduler check's timing (step_times_cost.hpp)
+  std::string out;                   // result.json
+  std::string csv;                   // per-request CSV
+  std::string plot;                  // SVG files' prefix
   EngineConfig engine;
 };
 

@@ -76,7 +76,7 @@ struct CostSpec {
   std::string attention;      // "paged|sdpa", ...
   int dtype_bytes = 2;
   bool cuda_graphs = false;
-  bool allow_missing = false;           // store: price without the unmeasured op signatures instead of refusing
+  bool allow_missing = false;        // store: price without the unmeasured op signatures instead of refusing
   std::string moe_routing = "auto";  // store, MoE models: the grouped GEMMs' routing (predict::parse_moe_routing)
   ModelSpec model;
   GpuSpec gpu;
