@@ -410,6 +410,18 @@ class _SlowUnit:
             pass
 
 
+class _AlternatingUnit(_SlowUnit):
+    """Calls of `slow` and `fast` seconds in turn (a short unit on a host that is sometimes preempted)."""
+
+    def __init__(self, slow, fast, first_slow):
+        super().__init__(fast)
+        self.slow, self.fast, self.first_slow = slow, fast, first_slow
+
+    def call(self):
+        self.s = self.slow if (self.calls % 2 == 0) == self.first_slow else self.fast
+        super().call()
+
+
 def test_a_long_unit_settles_before_its_window_and_longer_while_the_clock_is_held_down():
     """H200, 2026-12-02 (docs/results/2026-12-02-h200-issue11-checks.md): without a settle period a short window
     read units of >= 1 ms up to 17 % off a 5 s reference, while clocks rose (below the power cap) or the power
@@ -431,6 +443,11 @@ def test_a_long_unit_settles_before_its_window_and_longer_while_the_clock_is_hel
     assert got["capped"]["settle_s"] >= 0.15 and got["capped"]["settle_clock_held"] is True
     assert got["short"]["settle_s"] == 0.0 and not got["short"]["settle_clock_held"]  # below the latency: none
     assert free.reads == 1 and held.reads == 1  # the clock is read once, when settle_s has passed
+    # A short unit whose timed replay the host stretched (every other call 3 ms here, whichever comes first): timed
+    # once more, it is short, and settles not at all.
+    for first_slow in (True, False):
+        r = Timer(cpu, s, clock=_Clock(False)).run(_AlternatingUnit(0.003, 0.0002, first_slow))
+        assert r["extra"]["settle_s"] == 0.0, (first_slow, r["extra"])
     # A plan without the fields (older plans, hand-made settings): no settle period.
     r = Timer(cpu, Settings({"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
                              "point_timeout_s": 10}), clock=held).run(_SlowUnit(0.003))

@@ -206,16 +206,22 @@ class Timer:
         return replay, graphed, per, self._settle(replay, per)
 
     def _settle(self, replay, per) -> tuple[float, bool]:
-        """Replays for settle_s when one call takes settle_min_latency_s or more (timed on one replay, since the
-        warm-up's first calls include one-off setup), then on to capped_settle_s while the clock is held down;
+        """Replays for settle_s when one call takes settle_min_latency_s or more (timed on a replay, since the
+        warm-up's first calls include one-off setup; a replay that says long is timed once more, so a host preempted
+        during it does not settle a short unit), then on to capped_settle_s while the clock is held down;
         synchronising every few replays. Returns (seconds settled, whether the clock was held down)."""
         if self.s.settle_s <= 0:
             return 0.0, False
+
+        def per_call() -> float:
+            t = time.perf_counter()
+            replay()
+            self._sync()
+            return (time.perf_counter() - t) / per
+
         self._sync()
         t0 = time.perf_counter()
-        replay()
-        self._sync()
-        if (time.perf_counter() - t0) / per < self.s.settle_min_latency_s:
+        if per_call() < self.s.settle_min_latency_s or per_call() < self.s.settle_min_latency_s:
             return 0.0, False
         held = False
         while True:
