@@ -148,10 +148,8 @@ void print_missing(const predict::StepModel& m, predict::StepKind kind) {
   if (n > 0) print(fmt::format("missing: {} signatures of this step add nothing:{}\n", n, list));
 }
 
-void run_step(const StepArgs& a) {
-  if (a.graphs != "on" && a.graphs != "off")
-    DOOLY_THROW(InputError, "use --graphs on or --graphs off", "unknown --graphs '{}'", a.graphs);
-  const plan::Composition composition = predict::parse_composition(a.composition);  // checked before the store
+// --moe-routing, checked with --padding: only random routing (or auto) reads the padding tokens.
+std::optional<predict::MoeRouting> routing_for_padding(const StepArgs& a, const plan::Composition& composition) {
   const std::optional<predict::MoeRouting> moe_routing = predict::parse_moe_routing(a.moe_routing);
   if (a.padding < 0 || a.padding >= composition.num_tokens())
     DOOLY_THROW(InputError, "give --padding below the composition's tokens (a replay pads its last request)",
@@ -161,6 +159,20 @@ void run_step(const StepArgs& a) {
                 "--padding {}: only random MoE routing reads the padding (it routes the padding tokens together); "
                 "the routing is {}",
                 a.padding, predict::format_moe_routing(moe_routing));
+  return moe_routing;
+}
+
+std::string routing_line(const predict::MoeRouting& routing, int64_t padding) {
+  return fmt::format("MoE grouped GEMMs routed {} (their routing points){}\n",
+                     routing.if_measured ? "at random" : predict::format_moe_routing(routing),
+                     padding > 0 ? fmt::format(", {} padding tokens routed together", padding) : "");
+}
+
+void run_step(const StepArgs& a) {
+  if (a.graphs != "on" && a.graphs != "off")
+    DOOLY_THROW(InputError, "use --graphs on or --graphs off", "unknown --graphs '{}'", a.graphs);
+  const plan::Composition composition = predict::parse_composition(a.composition);  // checked before the store
+  const std::optional<predict::MoeRouting> moe_routing = routing_for_padding(a, composition);
   store::Store db = store::Store::open(a.db, store::Store::Mode::read_only);
   predict::StepModelOptions o;
   o.model = a.model;
@@ -182,10 +194,7 @@ void run_step(const StepArgs& a) {
                         : std::string("host not measured for this model");
   print(fmt::format("device {:.3f} ms, energy {:.4f} J, {}; {} of {} terms extrapolated\n", b.total.device_s * 1e3,
                     b.total.energy_j, host, b.total.extrapolated_terms, b.terms.size() + (m.has_host_cost() ? 1 : 0)));
-  if (m.routes_moe())
-    print(fmt::format("MoE grouped GEMMs routed {} (their routing points){}\n",
-                      moe_routing->if_measured ? "at random" : predict::format_moe_routing(moe_routing),
-                      a.padding > 0 ? fmt::format(", {} padding tokens routed together", a.padding) : ""));
+  if (m.routes_moe()) print(routing_line(*moe_routing, a.padding));
   print(fmt::format("{:<18} {:>6} {:>11} {:>7} {:>10} {:>13}\n", "class", "terms", "time ms", "share", "energy J",
                     "extrapolated"));
   const double step_s = b.total.device_s + b.total.host_s;
