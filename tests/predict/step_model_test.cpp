@@ -38,6 +38,25 @@ double prefill_energy_j(double tok) { return TinyStore::power_w * (prefill_devic
 class StepModelTest : public ::testing::Test {
  protected:
   StepModelTest() : db(store::Store::open(dir.file("tiny.sqlite"))), t(testing::build_tiny_store(db)) {}
+  // A MoE model "tiny-moe" beside tiny-llama: one grouped GEMM (4 experts, 2 routed rows a token), 3 a step, measured
+  // uniformly on the tiny store's token grid at cost(tokens); returns its signature id.
+  static double moe_cost(double tokens) { return 10e-6 + 1e-9 * tokens; }
+  int64_t add_tiny_moe() {
+    const int64_t moe = db.upsert_model({0, "tiny-moe", "olmoe", "OlmoeForCausalLM", "cfg-moe"});
+    const int64_t gemm =
+        db.upsert_signature(
+              std::string(64, 'e'), "_grouped_mm", store::SignatureKind::op,
+              R"({"inputs":[{"dtype":"bfloat16","shape":["MIX:2*NUM_TOKS","8"]},{"dtype":"bfloat16","shape":["4","8","8"]},)"
+              R"({"dtype":"int32","shape":["4"]}],"kind":"op","name":"_grouped_mm","v":1})",
+              R"({"rule":"matmul","example_module":"model.layers.0.mlp.experts"})")
+            .id;
+    db.replace_occurrences(moe, t.traced, std::vector<store::Occurrence>{{gemm, store::Phase::prefill, 3}});
+    for (double tok = 1; tok <= 4096; tok *= 2)
+      db.insert_measurement(
+          testing::tiny_point(gemm, t.measured, fmt::format(R"({{"NUM_TOKS":{}}})", tok), moe_cost(tok)));
+    return gemm;
+  }
+
   testing::TempDir dir;
   store::Store db;
   TinyStore t;
@@ -212,22 +231,11 @@ TEST_F(StepModelTest, BadRequestsAreOneLineNamingTheFix) {
                         db.path(), t.traced));
 }
 
-// A MoE model beside tiny-llama: one grouped GEMM (4 experts, 2 routed rows a token) measured uniformly on the
-// tiny store's token grid and at two routing points: forced onto 2 experts (2x the uniform cost at 16 tokens, 3x
-// at 256) and skewed with exponent 1 (1.5x the time, 1.2x the energy at both).
+// The tiny MoE (add_tiny_moe) measured besides at two routing points: forced onto 2 experts (2x the uniform cost at 16
+// tokens, 3x at 256) and skewed with exponent 1 (1.5x the time, 1.2x the energy at both).
 TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
-  const int64_t moe = db.upsert_model({0, "tiny-moe", "olmoe", "OlmoeForCausalLM", "cfg-moe"});
-  const int64_t gemm =
-      db.upsert_signature(
-            std::string(64, 'e'), "_grouped_mm", store::SignatureKind::op,
-            R"({"inputs":[{"dtype":"bfloat16","shape":["MIX:2*NUM_TOKS","8"]},{"dtype":"bfloat16","shape":["4","8","8"]},)"
-            R"({"dtype":"int32","shape":["4"]}],"kind":"op","name":"_grouped_mm","v":1})",
-            R"({"rule":"matmul","example_module":"model.layers.0.mlp.experts"})")
-          .id;
-  db.replace_occurrences(moe, t.traced, std::vector<store::Occurrence>{{gemm, store::Phase::prefill, 3}});
-  auto cost = [](double tok) { return 10e-6 + 1e-9 * tok; };
-  for (double tok = 1; tok <= 4096; tok *= 2)
-    db.insert_measurement(testing::tiny_point(gemm, t.measured, fmt::format(R"({{"NUM_TOKS":{}}})", tok), cost(tok)));
+  const int64_t gemm = add_tiny_moe();
+  auto cost = [](double tok) { return moe_cost(tok); };
   auto routed = [&](const char* key, double tok, double time_ratio, double energy_ratio) {
     store::Measurement m = testing::tiny_point(gemm, t.measured, key, cost(tok) * time_ratio);
     m.energy_j = cost(tok) * TinyStore::power_w * energy_ratio;
@@ -275,7 +283,8 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
   o.moe_routing = parse_moe_routing("auto");
   const StepModel automatic = StepModel::load(db, o);
   EXPECT_TRUE(automatic.routes_moe());
-  EXPECT_EQ(automatic.predict(parse_composition("16"), 15).device_s, random.predict(parse_composition("16"), 15).device_s);
+  EXPECT_EQ(automatic.predict(parse_composition("16"), 15).device_s,
+            random.predict(parse_composition("16"), 15).device_s);
   EXPECT_EQ(format_moe_routing(o.moe_routing), "auto");
   StepModelOptions dense_auto = tiny();
   dense_auto.moe_routing = parse_moe_routing("auto");
@@ -310,18 +319,7 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
 // Auto on a MoE whose grouped GEMM was measured on its token grid alone (no routing points yet, as a model profiled
 // before the grid had its moe section): uniform, as fitted; random, asked for by name, is refused.
 TEST_F(StepModelTest, AutoMoeRoutingWithoutRoutingPointsIsUniform) {
-  const int64_t moe = db.upsert_model({0, "tiny-moe", "olmoe", "OlmoeForCausalLM", "cfg-moe"});
-  const int64_t gemm =
-      db.upsert_signature(
-            std::string(64, 'f'), "_grouped_mm", store::SignatureKind::op,
-            R"({"inputs":[{"dtype":"bfloat16","shape":["MIX:2*NUM_TOKS","8"]},{"dtype":"bfloat16","shape":["4","8","8"]},)"
-            R"({"dtype":"int32","shape":["4"]}],"kind":"op","name":"_grouped_mm","v":1})",
-            R"({"rule":"matmul","example_module":"model.layers.0.mlp.experts"})")
-          .id;
-  db.replace_occurrences(moe, t.traced, std::vector<store::Occurrence>{{gemm, store::Phase::prefill, 3}});
-  for (double tok = 1; tok <= 4096; tok *= 2)
-    db.insert_measurement(
-        testing::tiny_point(gemm, t.measured, fmt::format(R"({{"NUM_TOKS":{}}})", tok), 10e-6 + 1e-9 * tok));
+  add_tiny_moe();
   StepModelOptions o = tiny("paged|sdpa[efficient]");
   o.model = "tiny-moe";
   const double uniform = StepModel::load(db, o).predict(parse_composition("16"), 15).device_s;
