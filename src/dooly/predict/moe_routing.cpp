@@ -98,19 +98,31 @@ std::optional<GroupedGemmShape> grouped_gemm_shape(const nlohmann::json& canonic
   return s;
 }
 
+namespace {
+
+std::string list_routings(const std::set<std::pair<bool, int64_t>>& measured) {
+  std::vector<std::string> names;
+  names.reserve(measured.size());
+  for (const auto& [skew, value] : measured)
+    names.push_back(format_moe_routing(skew ? MoeRouting{MoeRouting::Mode::skewed, 0, value}
+                                            : MoeRouting{MoeRouting::Mode::forced, value, 0}));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace
+
 RoutingScale RoutingScale::build(const GroupedGemmShape& shape, const MoeRouting& want,
                                  const std::vector<RoutedPoint>& points, const Uniform& uniform_s,
                                  const Uniform& uniform_j, const std::string& what) {
   RoutingScale r;
   r.shape_ = shape;
   r.want_ = want;
-  std::set<std::string> measured;
-  std::map<double, Slice> slices;  // by tokens
+  std::set<std::pair<bool, int64_t>> measured;  // (skewed, its experts or skew percent): listed in that order
+  std::map<double, Slice> slices;               // by tokens
   std::map<double, std::array<double, 2>> skewed;
   for (const RoutedPoint& p : points) {
     const bool skew = p.skew_percent > 0;
-    measured.insert(skew ? format_moe_routing(MoeRouting{MoeRouting::Mode::skewed, 0, p.skew_percent})
-                         : format_moe_routing(MoeRouting{MoeRouting::Mode::forced, p.experts, 0}));
+    measured.emplace(skew, skew ? p.skew_percent : p.experts);
     const double base_s = uniform_s(p.tokens), base_j = uniform_j(p.tokens);
     if (!(base_s > 0) || !(p.tokens >= 1) || !(p.experts >= 1)) continue;
     const double lat = p.latency_s / base_s;
@@ -149,13 +161,13 @@ RoutingScale RoutingScale::build(const GroupedGemmShape& shape, const MoeRouting
   }
   const bool forced_ok =
       !r.slices_.empty() && (want.mode != MoeRouting::Mode::forced ||
-                             measured.count(format_moe_routing(want)) > 0);  // a forced K is measured, not guessed
+                             measured.count({false, want.experts}) > 0);  // a forced K is measured, not guessed
   if (want.mode == MoeRouting::Mode::skewed ? r.skew_log_tokens_.empty() : !forced_ok)
     DOOLY_THROW(InputError,
                 "measure it (`dooly profile` with a grid whose `moe` section lists it, docs/profile.md \"MoE "
                 "routing\"), or simulate with uniform routing",
                 "{} was not measured under MoE routing {} (measured: {}{})", what, format_moe_routing(want),
-                measured.empty() ? std::string("uniform only") : fmt::format("{}", fmt::join(measured, ", ")),
+                measured.empty() ? std::string("uniform only") : list_routings(measured),
                 want.mode == MoeRouting::Mode::random ? "; random routing reads the forced points" : "");
   return r;
 }
