@@ -283,6 +283,7 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
   o.moe_routing = parse_moe_routing("auto");
   const StepModel automatic = StepModel::load(db, o);
   EXPECT_TRUE(automatic.routes_moe());
+  EXPECT_EQ(automatic.routing_summary(), "MoE grouped GEMMs routed at random (their routing points)");
   EXPECT_EQ(automatic.predict(parse_composition("16"), 15).device_s,
             random.predict(parse_composition("16"), 15).device_s);
   EXPECT_EQ(format_moe_routing(o.moe_routing), "auto");
@@ -319,7 +320,10 @@ TEST_F(StepModelTest, MoeRoutingScalesTheGroupedGemmByItsRoutingPoints) {
 // Auto on a MoE whose grouped GEMM was measured on its token grid alone (no routing points yet, as a model profiled
 // before the grid had its moe section): uniform, as fitted; random, asked for by name, is refused.
 TEST_F(StepModelTest, AutoMoeRoutingWithoutRoutingPointsIsUniform) {
-  add_tiny_moe();
+  const int64_t gemm = add_tiny_moe();
+  // A skewed point only: random routing reads the forced points, so auto still finds nothing to route by.
+  db.insert_measurement(
+      testing::tiny_point(gemm, t.measured, R"({"MOE_EXPERTS":4,"MOE_SKEW":100,"NUM_TOKS":16})", 1.5 * moe_cost(16)));
   StepModelOptions o = tiny("paged|sdpa[efficient]");
   o.model = "tiny-moe";
   const double uniform = StepModel::load(db, o).predict(parse_composition("16"), 15).device_s;
@@ -329,6 +333,14 @@ TEST_F(StepModelTest, AutoMoeRoutingWithoutRoutingPointsIsUniform) {
   EXPECT_EQ(automatic.predict(parse_composition("16"), 15).device_s, uniform);
   o.moe_routing = parse_moe_routing("random");
   EXPECT_THROW(StepModel::load(db, o), InputError);
+  // A skewed point only: random routing reads the forced points, so auto still routes nothing (and refuses nothing).
+  db.insert_measurement(
+      testing::tiny_point(gemm, t.measured, R"({"MOE_EXPERTS":4,"MOE_SKEW":100,"NUM_TOKS":16})", 1.5 * moe_cost(16)));
+  o.moe_routing = parse_moe_routing("auto");
+  const StepModel skewed_only = StepModel::load(db, o);
+  EXPECT_FALSE(skewed_only.routes_moe());
+  EXPECT_EQ(skewed_only.routing_summary(), "");
+  EXPECT_EQ(skewed_only.predict(parse_composition("16"), 15).device_s, uniform);
 }
 
 TEST(CompositionText, ParsesAndFormats) {

@@ -143,8 +143,6 @@ TEST(Simulator, ClosedLoopUsersSendAfterThinking) {
   }
 }
 
-// The scheduler check: the k-th step takes the k-th given duration, so arrivals meet the scheduler at the live
-// engine's step boundaries; the steps after the file's end take the cost model's price.
 // The parts of a step combined per path (cost_model.hpp): a capture is the warm-up forward (launch-bound here) and one
 // more device pass; under --step-times every path takes the live duration, also one shorter than the device alone.
 TEST(StepTimesCost, EveryPathTakesTheLiveDurationAndKeepsTheModelsPrice) {
@@ -178,6 +176,8 @@ TEST(StepTimesCost, EveryPathTakesTheLiveDurationAndKeepsTheModelsPrice) {
   }
 }
 
+// The scheduler check: the k-th step takes the k-th given duration, so arrivals meet the scheduler at the live
+// engine's step boundaries; the steps after the file's end take the cost model's price.
 TEST(Simulator, StepTimesSetEachStepsDurationInOrder) {
   dooly::testing::TempDir dir;
   // Two requests; the second arrives at 0.25 s: during step 1 with the given times (0.1 + 0.2 s), so it joins

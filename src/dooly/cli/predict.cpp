@@ -162,12 +162,6 @@ std::optional<predict::MoeRouting> routing_for_padding(const StepArgs& a, const 
   return moe_routing;
 }
 
-std::string routing_line(const predict::MoeRouting& routing, int64_t padding) {
-  return fmt::format("MoE grouped GEMMs routed {} (their routing points){}\n",
-                     routing.if_measured ? "at random" : predict::format_moe_routing(routing),
-                     padding > 0 ? fmt::format(", {} padding tokens routed together", padding) : "");
-}
-
 void run_step(const StepArgs& a) {
   if (a.graphs != "on" && a.graphs != "off")
     DOOLY_THROW(InputError, "use --graphs on or --graphs off", "unknown --graphs '{}'", a.graphs);
@@ -194,7 +188,9 @@ void run_step(const StepArgs& a) {
                         : std::string("host not measured for this model");
   print(fmt::format("device {:.3f} ms, energy {:.4f} J, {}; {} of {} terms extrapolated\n", b.total.device_s * 1e3,
                     b.total.energy_j, host, b.total.extrapolated_terms, b.terms.size() + (m.has_host_cost() ? 1 : 0)));
-  if (m.routes_moe()) print(routing_line(*moe_routing, a.padding));
+  if (m.routes_moe())
+    print(fmt::format("{}{}\n", m.routing_summary(),
+                      a.padding > 0 ? fmt::format(", {} padding tokens routed together", a.padding) : ""));
   print(fmt::format("{:<18} {:>6} {:>11} {:>7} {:>10} {:>13}\n", "class", "terms", "time ms", "share", "energy J",
                     "extrapolated"));
   const double step_s = b.total.device_s + b.total.host_s;

@@ -41,9 +41,8 @@ std::string first_dim(const nlohmann::json& c, size_t k) {
 
 std::optional<MoeRouting> parse_moe_routing(const std::string& text) {
   const std::string fix =
-      "give auto (random where measured), uniform, random (as the engine routes), experts:K (the rows forced onto K >= "
-      "1 experts) or skew:S "
-      "(0 < S <= 10, in steps of 0.01)";
+      "give auto (random where measured), uniform, random (as the engine routes), experts:K (the rows forced onto "
+      "K >= 1 experts) or skew:S (0 < S <= 10, in steps of 0.01)";
   if (text == "uniform") return std::nullopt;
   if (text == "random") return MoeRouting{MoeRouting::Mode::random, 0, 0};
   if (text == "auto") return MoeRouting{MoeRouting::Mode::random, 0, 0, true};

@@ -250,11 +250,14 @@ class StepModelLoader {
     phase.terms.push_back(std::move(t));
   }
 
-  // MoE routing "auto" prices a grouped GEMM by its routing points only where it was measured as its own unit and
-  // has some; elsewhere (inside a module, no routing points) it stays uniform, as fitted.
+  // MoE routing "auto" prices a grouped GEMM at random only where it was measured as its own unit and has the
+  // forced points random routing reads; elsewhere (inside a module, no routing points, skewed ones only) it stays
+  // uniform, as fitted.
   bool has_routing_points(int64_t signature_id, int64_t unit) const {
     const auto it = data_.find({signature_id, m_.measurement_provenance_});
-    return unit == signature_id && it != data_.end() && !it->second.routed.empty();
+    return unit == signature_id && it != data_.end() &&
+           std::any_of(it->second.routed.begin(), it->second.routed.end(),
+                       [](const RoutedPoint& p) { return p.skew_percent == 0; });
   }
 
   // The grouped GEMM's routing scale (moe_routing.hpp) from its routing points under the measurement provenance;
@@ -278,6 +281,7 @@ class StepModelLoader {
         return p ? m_.predictors_[*p].predict(std::span<const double>(&tokens, 1)).value : 0.0;
       };
     };
+    m_.routing_ = options_.moe_routing;
     m_.routings_.push_back(RoutingScale::build(*shape, *options_.moe_routing,
                                                data_.at({use.signature.id, m_.measurement_provenance_}).routed,
                                                at(latency), at(energy), what));
@@ -388,6 +392,12 @@ void StepModel::fill_table(const PhaseTerms& phase, Group& g) const {
 }
 
 // ----------------------------------------------------------------------------------------------------- predicting
+
+std::string StepModel::routing_summary() const {
+  if (!routes_moe() || !routing_) return {};
+  return fmt::format("MoE grouped GEMMs routed {} (their routing points)",
+                     routing_->mode == MoeRouting::Mode::random ? "at random" : format_moe_routing(routing_));
+}
 
 StepKind StepModel::phase_taken(StepKind kind) const noexcept {
   const bool prefill = phases_[0].traced, decode = phases_[1].traced, mixed = phases_[2].traced;

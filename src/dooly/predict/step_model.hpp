@@ -115,6 +115,9 @@ class StepModel {
   bool has_host_cost() const noexcept { return host_.has_value(); }
   // Some grouped GEMM is priced by its routing points (moe_routing asked for, or "auto" and measured).
   bool routes_moe() const noexcept { return !routings_.empty(); }
+  // "MoE grouped GEMMs routed at random (their routing points)" (or "routed experts:K", ...) where routes_moe();
+  // "" otherwise.
+  std::string routing_summary() const;
   int64_t host_provenance_id() const noexcept { return host_provenance_; }
   bool host_cuda_graphs() const noexcept { return host_graphs_; }
   // The traced phase a step of this kind takes its signatures from: its own, decode -> mixed when no decode step
@@ -170,6 +173,7 @@ class StepModel {
   QuantityBinder binder_;                // binds them, by slot
   std::vector<Predictor> predictors_;
   std::vector<RoutingScale> routings_;
+  std::optional<MoeRouting> routing_;  // the routing routings_ apply (set with the first of them)
   std::array<PhaseTerms, 3> phases_;
   std::optional<Predictor> host_;
   std::array<uint8_t, max_quantities> host_slot_{};

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -172,7 +174,7 @@ class PricingTally {
     const auto path = sim_step.find("path");
     const std::string p = path != sim_step.end() && path->is_string() ? path->get<std::string>() : "eager";
     const auto pi = std::find(std::begin(kPaths), std::end(kPaths), p) - std::begin(kPaths);
-    if (!live_s || !sim_s || pi >= 3) return;
+    if (!live_s || !sim_s || pi >= static_cast<std::ptrdiff_t>(std::size(kPaths))) return;
     priced_[{kind_of(key), static_cast<int>(pi)}].emplace_back(*live_s, *sim_s);
     all_.emplace_back(*live_s, *sim_s);
   }

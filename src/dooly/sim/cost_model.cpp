@@ -1,8 +1,10 @@
 #include "dooly/sim/cost_model.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "dooly/common/error.hpp"
+#include "dooly/predict/moe_routing.hpp"
 #include "dooly/sim/analytic_cost.hpp"
 #include "dooly/sim/store_cost.hpp"
 
@@ -34,7 +36,8 @@ double step_duration(const StepCost& c, ForwardPath path) {
 
 std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec) {
   const std::string kind = spec.kind == "auto" ? (spec.db.empty() ? "analytic" : "store") : spec.kind;
-  if (kind == "analytic" && spec.moe_routing != "uniform" && spec.moe_routing != "auto")
+  const std::optional<predict::MoeRouting> routing = predict::parse_moe_routing(spec.moe_routing);
+  if (kind == "analytic" && routing && !routing->if_measured)
     DOOLY_THROW(InputError, "give the profiling store with --db FILE (its routing points), or leave --moe-routing out",
                 "--moe-routing {}: the analytic cost model routes uniformly", spec.moe_routing);
   if (kind == "analytic") return std::make_unique<AnalyticCost>(AnalyticCost::for_spec(spec));

@@ -53,10 +53,9 @@ StepCost StepTimesCost::step(const plan::Composition& c, const StepShape& shape)
   const double d = durations_s_[next_++];
   StepCost device_only;
   device_only.device_s = out.device_s;
-  const double device_span = step_duration(device_only, shape.path);
+  const double device_span = step_duration(device_only, shape.path);  // linear in device_s
   if (device_span > d) out.device_s *= d / device_span;
-  device_only.device_s = out.device_s;
-  out.host_serial_s = std::max(0.0, d - step_duration(device_only, shape.path));
+  out.host_serial_s = std::max(0.0, d - device_span);
   out.host_launch_s = 0;
   return out;
 }

@@ -84,7 +84,6 @@ std::unique_ptr<StoreCost> StoreCost::load(const CostSpec& spec) {
   std::unique_ptr<StoreCost> cost(new StoreCost(std::move(device), AnalyticCost::for_spec(spec)));
   cost->store_path_ = spec.db;
   cost->cuda_graphs_ = spec.cuda_graphs;
-  cost->moe_routing_ = spec.moe_routing;
   if (spec.cuda_graphs) {  // a capture repeats the eager launch: the eager host cost where it was measured
     predict::StepModel eager = predict::StepModel::load(db, options_for(spec, false));
     if (eager.has_host_cost()) cost->host_eager_ = std::move(eager);
@@ -140,10 +139,7 @@ std::string StoreCost::describe() const {
       "store {} (measurement context {}, {} under {}; {} op signatures without a measured unit add nothing); {}; "
       "idle {:.1f} W{}",
       store_path_, device_.measurement_provenance_id(), device_.model_name(), device_.attention_backend(),
-      missing.size(), host, idle_w_,
-      !device_.routes_moe()    ? std::string()
-      : moe_routing_ == "auto" ? "; MoE grouped GEMMs routed at random, by their routing points (--moe-routing auto)"
-                               : fmt::format("; MoE grouped GEMMs routed {}", moe_routing_));
+      missing.size(), host, idle_w_, device_.routes_moe() ? "; " + device_.routing_summary() : std::string());
 }
 
 }  // namespace dooly::sim

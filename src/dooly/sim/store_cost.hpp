@@ -48,7 +48,6 @@ class StoreCost final : public CostModel {
   double idle_w_ = 0;
   std::string store_path_;
   bool cuda_graphs_ = false;
-  std::string moe_routing_ = "auto";
 };
 
 // The composition the device runs under a CUDA graph: `c` plus one request holding the padding (query tokens up to
