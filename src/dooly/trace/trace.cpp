@@ -1,6 +1,7 @@
 #include "dooly/trace/trace.hpp"
 
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -40,6 +41,23 @@ T field(const json& j, const char* key, const std::string& where) {
   }
 }
 
+// The member `key` of object `j`, read in place (a trace's arrays are most of its size: a copy per step or per op
+// doubled the time of reading one); missing is an error naming the field.
+const json& member(const json& j, const char* key, const std::string& where) {
+  const auto it = j.is_object() ? j.find(key) : j.end();
+  if (it == j.end()) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", where, key);
+  return *it;
+}
+
+// The optional member `key` of object `j`, read in place: an empty array when absent (iterating it reads nothing).
+// A `j` that is not an object is an error, as json::value() made it.
+const json& optional_member(const json& j, const char* key, const std::string& where) {
+  static const json kNone = json::array();
+  if (!j.is_object()) DOOLY_THROW(InputError, kFix, "{}: expected an object, not {}", where, j.type_name());
+  const auto it = j.find(key);
+  return it == j.end() ? kNone : *it;
+}
+
 // An optional integer field: `fallback` when absent, checked like field<int64_t> when present.
 int64_t optional_integer(const json& j, const char* key, int64_t fallback, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) return fallback;
@@ -52,7 +70,7 @@ TensorInfo parse_tensor(const json& j, const std::string& where) {
   for (const auto& d : j.at("shape")) t.shape.push_back(parse_dim(d));
   if (j.contains("strides")) {
     Layout l;
-    for (const auto& s : field<json>(j, "strides", where))
+    for (const auto& s : member(j, "strides", where))
       l.strides.push_back(checked_integer<int64_t>(s, "strides", where));
     l.offset = optional_integer(j, "offset", 0, where);
     std::vector<int64_t> sizes;
@@ -73,9 +91,9 @@ OpRecord parse_op(const json& j, const std::string& where) {
   r.call = optional_integer(j, "call", -1, where);
   r.op = field<std::string>(j, "op", where);
   r.module = j.value("module", "");
-  for (const auto& t : j.value("inputs", json::array())) r.inputs.push_back(parse_tensor(t, where));
-  for (const auto& t : j.value("outputs", json::array())) r.outputs.push_back(parse_tensor(t, where));
-  for (const auto& s : j.value("scalars", json::array())) {
+  for (const auto& t : optional_member(j, "inputs", where)) r.inputs.push_back(parse_tensor(t, where));
+  for (const auto& t : optional_member(j, "outputs", where)) r.outputs.push_back(parse_tensor(t, where));
+  for (const auto& s : optional_member(j, "scalars", where)) {
     Scalar sc;
     sc.arg = field<std::string>(s, "arg", where);
     sc.type = field<std::string>(s, "type", where);
@@ -141,14 +159,14 @@ Trace parse_trace_fields(const json& j, const std::string& origin) {
   t.device = j.value("device", "");
   t.engine_info = j.value("engine_info", json::object());
   t.limits = j.value("limits", json::object());
-  for (const auto& m : field<json>(j, "modules", origin)) {
+  for (const auto& m : member(j, "modules", origin)) {
     ModuleInfo mi;
     mi.path = field<std::string>(m, "path", origin + " modules");
     mi.cls = field<std::string>(m, "class", origin + " modules");
     mi.attrs = m.value("attrs", json::object());
     t.modules[mi.path] = std::move(mi);
   }
-  for (const auto& s : field<json>(j, "steps", origin)) {
+  for (const auto& s : member(j, "steps", origin)) {
     Step st;
     const std::string where = origin + " step";
     st.step = field<int64_t>(s, "step", where);
@@ -157,10 +175,11 @@ Trace parse_trace_fields(const json& j, const std::string& origin) {
     st.num_requests = optional_integer(s, "num_requests", 0, where);
     st.num_prefill_tokens = optional_integer(s, "num_prefill_tokens", 0, where);
     st.num_decode_requests = optional_integer(s, "num_decode_requests", 0, where);
-    for (const auto& c : s.value("calls", json::array()))
+    for (const auto& c : optional_member(s, "calls", where))
       st.calls.push_back({field<int64_t>(c, "id", where), optional_integer(c, "parent", -1, where),
                           field<int64_t>(c, "seq", where), field<std::string>(c, "module", where)});
-    for (const auto& o : field<json>(s, "ops", where)) st.ops.push_back(parse_op(o, where + " op"));
+    const std::string op_where = where + " op";
+    for (const auto& o : member(s, "ops", where)) st.ops.push_back(parse_op(o, op_where));
     t.steps.push_back(std::move(st));
   }
   t.summary = j.value("summary", json::object());
@@ -170,11 +189,18 @@ Trace parse_trace_fields(const json& j, const std::string& origin) {
 }  // namespace
 
 Trace read_trace(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) DOOLY_THROW(InputError, "check the path", "cannot open trace '{}'", path);
+  // Read whole, then parsed from memory: nlohmann's stream adapter reads a character at a time through the
+  // stream buffer, most of the parse's time on a corpus of traces.
+  std::string text;
+  in.seekg(0, std::ios::end);
+  if (const std::streamoff size = in.tellg(); size > 0) text.reserve(static_cast<size_t>(size));
+  in.seekg(0, std::ios::beg);
+  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   json j;
   try {
-    in >> j;
+    j = json::parse(text);
   } catch (const json::exception& e) {
     DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "'{}' is not valid JSON ({})", path, e.what());
   }
