@@ -6,7 +6,10 @@ and step durations (`dooly simulate --step-times`: each step takes the live step
 so that the simulated scheduler meets every arrival when the live engine did; its row gives the share of steps
 whose composition (requests, tokens, prefill tokens, decodes) matches the live step of the same index, and the
 first that does not; and the step-time model alone: every step of the scheduler check whose composition matches
-the live one, priced by the cost model (`model_dt_s`) against the live step's time, by kind and path.
+the live one, priced by the cost model (`model_dt_s`) against the live step's time, by kind and path. Last, the
+live engine against itself, the floor under the simulation's errors: a repeat (`<name>__repeat-k`, live_validate.sh
+REPEAT=k) against the first run of its archive, and a run against the run of the same name and workload in an
+earlier archive (another session, often another host), compared as a simulation is.
 
   python3 scripts/analysis/compare_live.py data/live/h200/live-*.tgz [--db data/profile/h200.sqlite]
       [--dooly build/default/src/dooly/cli/dooly] [--out DIR (default: a temporary folder)] [--json summary.json]
@@ -76,6 +79,7 @@ def main(argv=None) -> int:
     out = args.out or tempfile.mkdtemp(prefix="compare-live-")
     os.makedirs(out, exist_ok=True)
     rows = []
+    lives = []  # (archive, name, workload spec, path): the live runs, for the live-against-live table
     for archive in args.archives:
         with tarfile.open(archive) as t:
             members = sorted((m for m in t.getmembers() if m.name.endswith(".json.gz")), key=lambda m: m.name)
@@ -89,6 +93,7 @@ def main(argv=None) -> int:
                 cmp_path = os.path.join(out, f"{stem}.compare.json")
                 with open(live_path, "w") as f:
                     json.dump(live, f)
+                lives.append((archive, name, live.get("workload", {}).get("spec"), live_path))
                 sim = subprocess.run([args.dooly, "simulate", "--db", args.db, *simulate_args(live), *extra,
                                       "--out", sim_path],
                                      capture_output=True, text=True)
@@ -158,10 +163,53 @@ def main(argv=None) -> int:
             name = f"{p['kind']} {p['path']}".strip()
             print(f"{r['run']:<40} {name:<16} {p['steps']:>6} {100 * p['mape']:6.1f}% {1e3 * p['live_median_s']:8.2f}"
                   f" {1e3 * p['sim_median_s']:8.2f} {100 * p['median_error']:+7.1f}%")
+    floor = live_against_live(args.dooly, lives, out)
+    if floor:
+        print("\nthe live engine against itself (the same workload served again: a repeat in the same session, or the run"
+              " of an earlier archive; errors of the second run against the first, as the simulation's above)")
+        print(f"{'run':<40} {'against':<34} {'TTFT MAPE':>9} {'med err':>8} {'TPOT MAPE':>9} {'med err':>8} "
+              f"{'E2E MAPE':>8} {'J/tok err':>9}")
+        for f in floor:
+            m = f["compare"]["metrics"]
+            jt = f["compare"]["j_per_output_token"]
+            cell = lambda k, q, w: f"{100 * m[k][q]:{w}.1f}%" if m.get(k, {}).get(q) is not None else " " * w + "-"
+            jerr = f"{100 * (jt['sim'] / jt['live'] - 1):+8.1f}%" if jt.get("live") and jt.get("sim") else "        -"
+            print(f"{f['run']:<40} {f['against']:<34} {cell('ttft', 'mape', 8)} {cell('ttft', 'median_error', '+7')} "
+                  f"{cell('tpot', 'mape', 8)} {cell('tpot', 'median_error', '+7')} {cell('e2e', 'mape', 7)} {jerr}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"version": 1, "db": args.db, "runs": rows}, f, indent=1)
+            json.dump({"version": 1, "db": args.db, "runs": rows, "live_against_live": floor}, f, indent=1)
     return 0
+
+
+def live_against_live(dooly: str, lives: list, out: str) -> list[dict]:
+    """Pairs of live runs of one workload: each `<name>__repeat-k` with `<name>` of its archive, and each run with the
+    run of the same name and workload spec in an earlier archive; `dooly compare` of the pair (the later run in the
+    simulation's place)."""
+    pairs = []
+    first = {(a, n): p for a, n, _, p in lives}
+    for a, n, spec, p in lives:
+        base, sep, k = n.rpartition("__repeat-")
+        if sep and (a, base) in first:
+            pairs.append((base, f"repeat {k} against run 1", first[(a, base)], p))
+    seen = {}
+    for a, n, spec, p in lives:
+        if "__repeat-" in n:
+            continue
+        if (n, spec) in seen:
+            earlier_archive, earlier_path = seen[(n, spec)]
+            pairs.append((n, f"against {os.path.basename(earlier_archive).removesuffix('.tgz')}"[:34], earlier_path, p))
+        else:
+            seen[(n, spec)] = (a, p)
+    rows = []
+    for i, (name, against, a, b) in enumerate(pairs):
+        cmp_path = os.path.join(out, f"live-against-live-{i}.compare.json")
+        c = subprocess.run([dooly, "compare", a, b, "--json", cmp_path], capture_output=True, text=True)
+        if c.returncode != 0:
+            print(f"{name} ({against}): compare failed: {c.stderr.strip()[:300]}", file=sys.stderr)
+            continue
+        rows.append({"run": name, "against": against, "compare": json.load(open(cmp_path))})
+    return rows
 
 
 if __name__ == "__main__":

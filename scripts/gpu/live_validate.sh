@@ -27,6 +27,9 @@
 #   RUN_DEADLINE_S [150] one run's limit (unfinished requests are recorded as such)
 #   DEVICE [cuda]  TINY [unset; 1: the tiny models]: DEVICE=cpu TINY=1 smoke-tests this script on a machine without
 #                 a GPU (with DEPS pointing at a .deps folder, NUM_BLOCKS= MAX_BATCH_TOKENS= for the CPU defaults)
+#   REPEAT        [1] runs of each (model, graphs, rate), back to back; the k-th (k > 1) is <name>__repeat-k: the same
+#                 workload served again, the engine's own run-to-run spread (scripts/analysis/compare_live.py prints
+#                 each repeat against the first run beside the simulation's error)
 #   DEADLINE_S    [540] from this command's start     PREV (earlier calls' live-*.tgz, space-separated)   OUT [./out]
 #   WORK [/tmp/dooly-live] where results accumulate      CORE [/tmp/dooly-core] where the binding is built
 # $OUT gets live-<model>.tgz (that model's results and logs so far, env.txt, summary.txt) and summary.txt (one line
@@ -50,6 +53,7 @@ SCHEDULER=${SCHEDULER:-fifo}
 WARMUP=${WARMUP:-4}
 SLO=${SLO:-ttft_s=2,tpot_s=0.2}
 RUN_DEADLINE_S=${RUN_DEADLINE_S:-150}
+REPEAT=${REPEAT:-1}
 DEADLINE_S=${DEADLINE_S:-540}
 DEVICE=${DEVICE:-cuda}
 tiny=(); [ -n "${TINY:-}" ] && tiny=(--tiny)
@@ -85,12 +89,14 @@ stopped=0
 for m in $MODELS; do
   for g in $GRAPHS; do
     for r in $(rates_for "$m"); do
+     for k in $(seq 1 "$REPEAT"); do
       name="${m}__graphs-${g}__rate-${r}"
+      [ "$k" -gt 1 ] && name="${name}__repeat-$k"
       [ -f "$RES/$name.json.gz" ] && { echo "done before: $name"; continue; }
       left=$(( DEADLINE_S - ($(date +%s) - T0) ))
       if [ "$left" -lt $(( RUN_DEADLINE_S + 60 )) ]; then
         stamp "stopping: $left s left, a run needs up to $(( RUN_DEADLINE_S + 60 )) s; call again to go on"
-        stopped=1; break 3
+        stopped=1; break 4
       fi
       n=$(python3 -c "import math; print(max(16, math.ceil($r * $ARRIVAL_S)))")
       spec="poisson:rate=$r,n=$n,prompt=$PROMPT,output=$OUTPUT,seed=$SEED"
@@ -107,6 +113,7 @@ for m in $MODELS; do
       else
         echo "run failed: $name (exit $rc)"; mv "$RES/$name.log" "$RES/$name.failed.log"
       fi
+     done
     done
   done
 done
