@@ -15,6 +15,11 @@ to the unit, a header, the flags, the configuration or the tool gives a new key 
                                               compiles every header-check unit not listed in FILE; exit 1 when
                                               one fails (its compiler output printed); --update-cache rewrites
                                               FILE with the keys of every unit now clean
+    clean_units.py compdb BUILD_DIR OUT_DIR   writes OUT_DIR/compile_commands.json as the tools read it (below)
+
+Every tool reads a unit's command without the precompiled header CMake adds (-include .../cmake_pch.hxx,
+-Winvalid-pch: a build configured with DOOLY_PCH=ON, as scripts/test.sh's are): the unit is checked as it is
+written, clang-tidy never meets gcc's precompiled file, and the keys are those of a build without it.
 """
 from __future__ import annotations
 
@@ -38,8 +43,38 @@ def _commands(build: str, root: str) -> dict[str, dict]:
     return out
 
 
+def _is_pch_header(path: str) -> bool:
+    return os.path.basename(path) == "cmake_pch.hxx"
+
+
 def _argv(entry: dict) -> list[str]:
-    return entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
+    """The unit's command without the precompiled header (the module's docstring)."""
+    argv = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "-include" and i + 1 < len(argv) and _is_pch_header(argv[i + 1]):
+            i += 2
+            continue
+        if a == "-Winvalid-pch" or (a.startswith("-include") and _is_pch_header(a[len("-include"):])):
+            i += 1
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def compdb(build: str, out_dir: str) -> int:
+    """compile_commands.json of BUILD as the tools read it: each unit's command without the precompiled header."""
+    with open(os.path.join(build, "compile_commands.json")) as f:
+        entries = json.load(f)
+    os.makedirs(out_dir, exist_ok=True)
+    cleaned = [{"directory": e["directory"], "file": e["file"], "arguments": _argv(e),
+                **({"output": e["output"]} if "output" in e else {})} for e in entries]
+    with open(os.path.join(out_dir, "compile_commands.json"), "w") as f:
+        json.dump(cleaned, f, indent=1)
+    return 0
 
 
 def _argv_to(entry: dict, action: list[str]) -> list[str]:
@@ -160,9 +195,14 @@ def main(argv: list[str]) -> int:
     h.add_argument("build")
     h.add_argument("--cache", help="the list of clean keys (CI: .ci/headers-clean.txt)")
     h.add_argument("--update-cache", action="store_true", help="rewrite --cache with the keys of every unit now clean")
+    c = sub.add_parser("compdb", help="write compile_commands.json without the precompiled header")
+    c.add_argument("build")
+    c.add_argument("out_dir")
     args = parser.parse_args(argv)
     if args.command == "keys":
         return keys(args.build, args.files)
+    if args.command == "compdb":
+        return compdb(args.build, args.out_dir)
     if args.update_cache and not args.cache:
         parser.error("--update-cache needs --cache FILE")
     return headers(args.build, args.cache, args.update_cache)

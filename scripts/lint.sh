@@ -99,6 +99,9 @@ PY
   jobs=${DOOLY_LINT_JOBS:-$(nproc)}
   logs=$(mktemp -d)
   trap 'rm -rf "$logs"' EXIT
+  # clang-tidy reads the commands without the precompiled header of a DOOLY_PCH build (gcc's, which clang cannot
+  # load): scripts/clean_units.py compdb.
+  python3 scripts/clean_units.py compdb "$build" "$logs/db"
   declare -A key_of=()
   clean_before=()
   if [ -n "$cache" ]; then
@@ -112,7 +115,7 @@ PY
   fi
   echo "lint: clang-tidy over ${#units[@]} files, $jobs at a time"
   printf '%s\n' "${units[@]}" | xargs -r -P "$jobs" -I{} sh -c \
-    'clang-tidy -p "$1" --quiet "$2" > "$3/$(echo "$2" | tr / _).log" 2>&1 || true' _ "$build" {} "$logs"
+    'clang-tidy -p "$1" --quiet "$2" > "$3/$(echo "$2" | tr / _).log" 2>&1 || true' _ "$logs/db" {} "$logs"
   if [ -n "$cache" ] && [ "$update_cache" = 1 ]; then
     # Clean: no finding in our own files (src/) in its log. Only current units' keys are kept.
     {

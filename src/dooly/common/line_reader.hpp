@@ -94,7 +94,7 @@ class LineReader {
   }
 
   static std::string shorten(std::string_view s) {
-    return s.size() > 40 ? std::string(s.substr(0, 40)) + "..." : std::string(s);
+    return fmt::format("{}{}", s.substr(0, 40), s.size() > 40 ? "..." : "");
   }
 
  private:

@@ -50,9 +50,9 @@ std::string short_name(std::string_view demangled) {
   while (!s.empty() && s.back() == ' ') s.pop_back();
   for (const char* suffix : {" const", " volatile", " &&", " &"})
     if (s.size() > std::char_traits<char>::length(suffix) && s.ends_with(suffix))
-      s.resize(s.size() - std::char_traits<char>::length(suffix));
+      s.erase(s.size() - std::char_traits<char>::length(suffix));  // erase: never grows (resize made gcc 12 warn)
   if (const size_t sp = s.rfind(' '); sp != std::string::npos && s.find("operator") == std::string::npos)
-    s = s.substr(sp + 1);
+    s.erase(0, sp + 1);
   if (const size_t colons = s.rfind("::"); colons != std::string::npos && colons + 2 < s.size())
     s = s.substr(colons + 2);
   return s.empty() ? std::string(demangled) : s;

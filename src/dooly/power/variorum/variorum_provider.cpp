@@ -88,8 +88,8 @@ std::optional<variorum::Snapshot> fetch(GetPowerJson fn, std::string& error, int
     std::string why;
     auto snap = variorum::parse_power_json(text, why);
     if (!snap) {
-      const std::string shown = text.size() > 120 ? text.substr(0, 120) + "..." : text;
-      error = fmt::format("variorum_get_power_json gave {}: '{}'", why, shown);
+      error = fmt::format("variorum_get_power_json gave {}: '{}{}'", why, std::string_view(text).substr(0, 120),
+                          text.size() > 120 ? "..." : "");
     }
     return snap;
   } catch (...) {
