@@ -28,6 +28,14 @@ function(dooly_pch_library_host)
     target_precompile_headers(dooly_pch_library PRIVATE ${DOOLY_PCH_HEADERS})
   endif()
 endfunction()
+# The CLI's host: an executable as the CLI is, with CLI11 (every subcommand's unit includes it) and no GoogleTest.
+function(dooly_pch_cli_host)
+  if(DOOLY_PCH)
+    add_executable(dooly_pch_cli ${PROJECT_SOURCE_DIR}/cmake/pch_host_main.cpp)
+    target_link_libraries(dooly_pch_cli PRIVATE fmt::fmt CLI11::CLI11)
+    target_precompile_headers(dooly_pch_cli PRIVATE ${DOOLY_PCH_HEADERS} <CLI/CLI.hpp>)
+  endif()
+endfunction()
 # The tests' host links GoogleTest as they do: its target defines GTEST_HAS_PTHREAD, which the header must be made
 # with.
 function(dooly_pch_test_host)
