@@ -119,6 +119,7 @@ def main(argv=None) -> int:
                     row["scheduler_check"] = forced["steps"]
                     row["energy_at_live_timing"] = {"request": forced["metrics"].get("energy"),
                                                     "j_per_output_token": forced["j_per_output_token"]}
+                    row["ttft_at_live_timing"] = forced["metrics"].get("ttft")
                 else:
                     print(f"{name}: the scheduler check failed: {f_cmp.stderr.strip()[:300]}", file=sys.stderr)
                 rows.append(row)
@@ -140,9 +141,11 @@ def main(argv=None) -> int:
         print(f"{r['run']:<40} {mape('ttft')} {med('ttft')} {mape('tpot')} {med('tpot')} {mape('e2e')} "
               f"{thr['live']:10.1f} {thr['sim']:7.1f} "
               + (f"{jl:10.3f} {js:6.3f} {100 * (js / jl - 1):+6.1f}%" if jl and js else "         -      -       -"))
-    print(f"\nscheduler check (live arrivals and step times): steps with the live step's composition, and the energy"
-          f" model at the live timing (per-request MAPE and median error, J per output token)")
-    print(f"{'run':<40} {'matching':>14} {'share':>7} {'E MAPE':>7} {'med err':>8} {'J/tok err':>9}  first mismatch")
+    print(f"\nscheduler check (live arrivals and step times): steps with the live step's composition, TTFT at the live"
+          f" step times (per-request MAPE), and the energy model at the live timing (per-request MAPE and median error,"
+          f" J per output token)")
+    print(f"{'run':<40} {'matching':>14} {'share':>7} {'TTFT MAPE':>9} {'E MAPE':>7} {'med err':>8} {'J/tok err':>9}"
+          f"  first mismatch")
     for r in rows:
         st = r.get("scheduler_check")
         if not st:
@@ -153,7 +156,9 @@ def main(argv=None) -> int:
         mape = f"{100 * req['mape']:6.1f}%" if req.get("mape") is not None else "      -"
         med = f"{100 * req['median_error']:+7.1f}%" if req.get("median_error") is not None else "       -"
         jerr = f"{100 * (jt['sim'] / jt['live'] - 1):+8.1f}%" if jt.get("live") and jt.get("sim") else "        -"
-        print(f"{r['run']:<40} {st['matching']:>6}/{st['compared']:<7} {100 * share:6.1f}% {mape} {med} {jerr}  "
+        tt = r.get("ttft_at_live_timing") or {}
+        ttft = f"{100 * tt['mape']:8.1f}%" if tt.get("mape") is not None else "        -"
+        print(f"{r['run']:<40} {st['matching']:>6}/{st['compared']:<7} {100 * share:6.1f}% {ttft} {mape} {med} {jerr}  "
               f"{st.get('first_mismatch') or '-'}")
     print("\nthe step-time model at the live step's composition (scheduler check: every matched step priced by the"
           " cost model against the live step's time; median error is the medians')")
