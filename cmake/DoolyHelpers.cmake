@@ -11,39 +11,42 @@ function(dooly_library name)
   endif()
 endfunction()
 
-# DOOLY_PCH=ON: two hosts compile the system headers most units include once, and the libraries and the unit tests
-# reuse them (REUSE_FROM asks for the same flags: a static library's units are -fPIC, an executable's -fPIE, hence
-# a host of each kind). Only system headers: a precompiled project header would rebuild everything on each edit.
-# The macros a precompiled header was made with must be those of every unit that uses it (gcc ignores the header
-# otherwise, clang refuses the unit): the hosts, every library and every test link fmt::fmt (FMT_SHARED) and the
-# test host GoogleTest (GTEST_HAS_PTHREAD). A target's own macros that no system header mentions (DOOLY_SOURCE_DIR,
-# a stub's path) do not matter.
+# DOOLY_PCH=ON: three hosts compile the system headers most units include once, and the libraries, the CLI and the
+# unit tests reuse them (REUSE_FROM asks for the same flags: a static library's units are -fPIC, an executable's
+# -fPIE, hence a host of each kind). Only system headers: a precompiled project header would rebuild everything on
+# each edit. The macros a precompiled header was made with must be those of every unit that uses it (gcc ignores the
+# header otherwise, clang refuses the unit): the hosts, every library and every test link fmt::fmt (FMT_SHARED) and
+# the test host GoogleTest (GTEST_HAS_PTHREAD). A target's own macros that no system header mentions
+# (DOOLY_SOURCE_DIR, a stub's path) do not matter.
 set(DOOLY_PCH_HEADERS <algorithm> <array> <atomic> <chrono> <cmath> <cstddef> <cstdint> <cstdio> <cstdlib> <cstring>
     <filesystem> <fstream> <functional> <limits> <map> <memory> <mutex> <optional> <set> <span> <sstream>
     <string> <string_view> <thread> <unordered_map> <utility> <vector> <fmt/format.h> <nlohmann/json.hpp>)
-function(dooly_pch_library_host)
-  if(DOOLY_PCH)
-    add_library(dooly_pch_library STATIC ${PROJECT_SOURCE_DIR}/cmake/pch_host.cpp)
-    target_link_libraries(dooly_pch_library PRIVATE fmt::fmt)
-    target_precompile_headers(dooly_pch_library PRIVATE ${DOOLY_PCH_HEADERS})
+# dooly_pch_host(NAME library|executable [LINKS ...] [HEADERS ...]): a host that precompiles the shared headers and
+# HEADERS with the macros of LINKS.
+function(dooly_pch_host name kind)
+  cmake_parse_arguments(ARG "" "" "LINKS;HEADERS" ${ARGN})
+  if(NOT DOOLY_PCH)
+    return()
   endif()
+  if(kind STREQUAL "library")
+    add_library(${name} STATIC ${PROJECT_SOURCE_DIR}/cmake/pch_host.cpp)
+  else()
+    add_executable(${name} ${PROJECT_SOURCE_DIR}/cmake/pch_host_main.cpp)
+  endif()
+  target_link_libraries(${name} PRIVATE fmt::fmt ${ARG_LINKS})
+  target_precompile_headers(${name} PRIVATE ${DOOLY_PCH_HEADERS} ${ARG_HEADERS})
+endfunction()
+function(dooly_pch_library_host)
+  dooly_pch_host(dooly_pch_library library)
 endfunction()
 # The CLI's host: an executable as the CLI is, with CLI11 (every subcommand's unit includes it) and no GoogleTest.
 function(dooly_pch_cli_host)
-  if(DOOLY_PCH)
-    add_executable(dooly_pch_cli ${PROJECT_SOURCE_DIR}/cmake/pch_host_main.cpp)
-    target_link_libraries(dooly_pch_cli PRIVATE fmt::fmt CLI11::CLI11)
-    target_precompile_headers(dooly_pch_cli PRIVATE ${DOOLY_PCH_HEADERS} <CLI/CLI.hpp>)
-  endif()
+  dooly_pch_host(dooly_pch_cli executable LINKS CLI11::CLI11 HEADERS <CLI/CLI.hpp>)
 endfunction()
 # The tests' host links GoogleTest as they do: its target defines GTEST_HAS_PTHREAD, which the header must be made
 # with.
 function(dooly_pch_test_host)
-  if(DOOLY_PCH)
-    add_executable(dooly_pch_test ${PROJECT_SOURCE_DIR}/cmake/pch_host_main.cpp)
-    target_link_libraries(dooly_pch_test PRIVATE fmt::fmt GTest::gtest)
-    target_precompile_headers(dooly_pch_test PRIVATE ${DOOLY_PCH_HEADERS} <gtest/gtest.h>)
-  endif()
+  dooly_pch_host(dooly_pch_test executable LINKS GTest::gtest HEADERS <gtest/gtest.h>)
 endfunction()
 
 # dooly_test(NAME SOURCES... DEPS ... [LABELS ...] [SHARDS n]): one gtest executable registered with ctest.
