@@ -105,7 +105,8 @@ def main(argv=None) -> int:
                 if c.returncode != 0:
                     print(f"{name}: compare failed: {c.stderr.strip()[:300]}", file=sys.stderr)
                     continue
-                row = {"run": name, "compare": json.load(open(cmp_path))}
+                row = {"run": name, "archive": os.path.basename(archive).removesuffix(".tgz"),
+                       "compare": json.load(open(cmp_path))}
                 # The scheduler check: the live arrivals and step times.
                 trace, times = timing_files(live, os.path.join(out, stem))
                 forced_sim, forced_cmp = (os.path.join(out, f"{stem}.forced.{x}.json") for x in ("sim", "compare"))
@@ -125,9 +126,10 @@ def main(argv=None) -> int:
                 rows.append(row)
     if not rows:
         return 1
+    many = len(args.archives) > 1  # runs of one name in two archives: each archive's rows under its name
     print(f"{'run':<40} {'TTFT MAPE':>9} {'med err':>8} {'TPOT MAPE':>9} {'med err':>8} {'E2E MAPE':>8} "
           f"{'tok/s live':>10} {'sim':>7} {'J/tok live':>10} {'sim':>6} {'err':>7}")
-    for r in rows:
+    for r in by_archive(rows, many):
         c = r["compare"]
         m = c["metrics"]
 
@@ -146,7 +148,7 @@ def main(argv=None) -> int:
           f" J per output token)")
     print(f"{'run':<40} {'matching':>14} {'share':>7} {'TTFT MAPE':>9} {'E MAPE':>7} {'med err':>8} {'J/tok err':>9}"
           f"  first mismatch")
-    for r in rows:
+    for r in by_archive(rows, many):
         st = r.get("scheduler_check")
         if not st:
             continue
@@ -163,7 +165,7 @@ def main(argv=None) -> int:
     print("\nthe step-time model at the live step's composition (scheduler check: every matched step priced by the"
           " cost model against the live step's time; median error is the medians')")
     print(f"{'run':<40} {'kind, path':<16} {'steps':>6} {'MAPE':>7} {'live ms':>8} {'sim ms':>8} {'med err':>8}")
-    for r in rows:
+    for r in by_archive(rows, many):
         for p in (r.get("scheduler_check") or {}).get("pricing", []):
             name = f"{p['kind']} {p['path']}".strip()
             print(f"{r['run']:<40} {name:<16} {p['steps']:>6} {100 * p['mape']:6.1f}% {1e3 * p['live_median_s']:8.2f}"
@@ -185,6 +187,16 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump({"version": 1, "db": args.db, "runs": rows, "live_against_live": floor}, f, indent=1)
     return 0
+
+
+def by_archive(rows: list[dict], many: bool):
+    """The rows in order; with several archives, each archive's first row preceded by a line naming it."""
+    last = None
+    for r in rows:
+        if many and r["archive"] != last:
+            print(f"-- {r['archive']}")
+            last = r["archive"]
+        yield r
 
 
 def live_against_live(dooly: str, lives: list, out: str) -> list[dict]:
