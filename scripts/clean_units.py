@@ -1,10 +1,8 @@
 #!/usr/bin/env python3
 """Content keys for translation units already found clean, so that CI does not check the same text twice.
 
-Three checks use it: clang-tidy over src/ (scripts/lint.sh --cache .ci/tidy-clean.txt), the header check (every
-header under src/dooly compiled alone, the units cmake/HeaderCheck.cmake generates; .ci/headers-clean.txt) and the
-unit check (every unit of src/ compiled as written, for a build that precompiled its system headers;
-.ci/units-clean.txt).
+Two checks use it: clang-tidy over src/ (scripts/lint.sh --cache .ci/tidy-clean.txt) and the header check
+(every header under src/dooly compiled alone, the units cmake/HeaderCheck.cmake generates; .ci/headers-clean.txt).
 A unit's key is the SHA-256 of what the tool would see: the unit preprocessed with its own compile command (every
 header it includes, at the versions installed; no line markers; the repository's path replaced by a placeholder,
 so another checkout of the same tree has the same keys), its flags, and the tool: for tidy, .clang-tidy and
@@ -17,15 +15,13 @@ to the unit, a header, the flags, the configuration or the tool gives a new key 
                                               compiles every header-check unit not listed in FILE; exit 1 when
                                               one fails (its compiler output printed); --update-cache rewrites
                                               FILE with the keys of every unit now clean
-    clean_units.py units BUILD_DIR [--cache FILE [--update-cache]]
-                                              the same for every unit of src/ that the build compiled with the
-                                              precompiled header (DOOLY_PCH=ON): compiled as written, without it,
-                                              so a missing #include still fails (CI: .ci/units-clean.txt)
     clean_units.py compdb BUILD_DIR OUT_DIR   writes OUT_DIR/compile_commands.json as the tools read it (below)
 
 Every tool reads a unit's command without the precompiled header CMake adds (-include .../cmake_pch.hxx,
 -Winvalid-pch: a build configured with DOOLY_PCH=ON, as scripts/test.sh's are): the unit is checked as it is
-written, clang-tidy never meets gcc's precompiled file, and the keys are those of a build without it.
+written, clang-tidy never meets gcc's precompiled file, and the keys are those of a build without it. So clang-tidy,
+which compiles every unit it checks, is also what fails a unit of src/ that leans on the precompiled header for an
+include it does not make (a compile error in src/ is a finding), and a cached key is that of the unit as written.
 """
 from __future__ import annotations
 
@@ -56,19 +52,16 @@ def _is_pch_header(path: str) -> bool:
 def _argv(entry: dict) -> list[str]:
     """The unit's command without the precompiled header (the module's docstring)."""
     argv = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
-    out: list[str] = []
+    keep: list[str] = []
     i = 0
     while i < len(argv):
-        a = argv[i]
-        if a == "-include" and i + 1 < len(argv) and _is_pch_header(argv[i + 1]):
+        if argv[i] == "-include" and i + 1 < len(argv) and _is_pch_header(argv[i + 1]):
             i += 2
             continue
-        if a == "-Winvalid-pch" or (a.startswith("-include") and _is_pch_header(a[len("-include"):])):
-            i += 1
-            continue
-        out.append(a)
+        if argv[i] != "-Winvalid-pch":
+            keep.append(argv[i])
         i += 1
-    return out
+    return keep
 
 
 def compdb(build: str, out_dir: str) -> int:
@@ -150,9 +143,8 @@ def keys(build: str, files: list[str]) -> int:
     return 0
 
 
-def _check_unit(entry: dict, root: str, clean: set[str]) -> tuple[str, bool, str]:
-    """(key, passed, compiler output) of compiling the unit alone (-fsyntax-only, without the precompiled header);
-    a listed key passes without compiling."""
+def _check_header_unit(entry: dict, root: str, clean: set[str]) -> tuple[str, bool, str]:
+    """(key, passed, compiler output); a listed key passes without compiling."""
     key = _key(entry, root, _compiler_fingerprint(_argv(entry)[0]))
     if key != "none" and key in clean:
         return key, True, ""
@@ -160,35 +152,7 @@ def _check_unit(entry: dict, root: str, clean: set[str]) -> tuple[str, bool, str
     return key, r.returncode == 0, r.stdout + r.stderr
 
 
-def _check(label: str, what: str, build: str, units: dict[str, dict], cache: str | None, update: bool) -> int:
-    """Compiles every unit whose key `cache` does not list; prints one line; --update-cache rewrites the list."""
-    if update and not any("-Werror" in _argv(e) for e in units.values()):
-        print(f"{label}: --update-cache: {build} is not configured as CI's builds are (no -Werror), so its keys "
-              f"would never match there; configure it with DOOLY_WERROR=1 scripts/build.sh default", file=sys.stderr)
-        return 2
-    root = os.getcwd()
-    clean: set[str] = set()
-    if cache and os.path.exists(cache):
-        with open(cache) as f:
-            clean = {line.strip() for line in f if line.strip()}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=_jobs()) as pool:
-        results = dict(zip(units, pool.map(lambda e: _check_unit(e, root, clean), units.values())))
-    failed = sorted(f for f, (_, ok, _) in results.items() if not ok)
-    for f in failed:
-        print(f"{label}: {f} does not compile alone:\n{results[f][2]}", file=sys.stderr)
-    skipped = sum(1 for key, ok, out in results.values() if ok and key in clean)
-    print(f"{label}: {len(units)} {what}, {skipped} as they were when found clean"
-          f"{f' ({cache})' if cache else ''}, {len(units) - skipped} compiled, {len(failed)} failed")
-    if cache and update:
-        now = sorted({key for key, ok, _ in results.values() if ok and key != "none"})
-        with open(cache, "w") as f:
-            f.writelines(k + "\n" for k in now)
-        print(f"{label}: {cache} now lists {len(now)} clean units")
-    return 1 if failed else 0
-
-
 def headers(build: str, cache: str | None, update: bool) -> int:
-    """Every header-check unit (each header of src/dooly included alone, cmake/HeaderCheck.cmake)."""
     root = os.getcwd()
     folder = os.path.relpath(os.path.join(build, "header_check"), root) + os.sep
     units = {f: e for f, e in _commands(build, root).items() if f.startswith(folder)}
@@ -196,24 +160,28 @@ def headers(build: str, cache: str | None, update: bool) -> int:
         print(f"header check: {build}/compile_commands.json has no unit under {folder}: configure the build "
               f"(cmake --preset default)", file=sys.stderr)
         return 2
-    return _check("header check", "headers", build, units, cache, update)
-
-
-def units(build: str, cache: str | None, update: bool) -> int:
-    """Every unit of src/ that the build compiled with the precompiled header, compiled as written (a unit that
-    leans on an include it does not make passes with the precompiled header, and fails here)."""
-    root = os.getcwd()
-    with_pch = {f: e for f, e in _commands(build, root).items()
-                if f.startswith("src" + os.sep) and f.endswith(".cpp") and _has_pch(e)}
-    if not with_pch:
-        print(f"unit check: {build} compiled every unit without a precompiled header; nothing to check")
-        return 0
-    return _check("unit check", "units of src/ built with the precompiled header", build, with_pch, cache, update)
-
-
-def _has_pch(entry: dict) -> bool:
-    argv = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
-    return any(_is_pch_header(a) or _is_pch_header(a[len("-include"):]) for a in argv if "cmake_pch" in a)
+    if update and not any("-Werror" in _argv(e) for e in units.values()):
+        print(f"header check: --update-cache: {build} is not configured as CI's builds are (no -Werror), so its keys "
+              f"would never match there; configure it with DOOLY_WERROR=1 scripts/build.sh default", file=sys.stderr)
+        return 2
+    clean: set[str] = set()
+    if cache and os.path.exists(cache):
+        with open(cache) as f:
+            clean = {line.strip() for line in f if line.strip()}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=_jobs()) as pool:
+        results = dict(zip(units, pool.map(lambda e: _check_header_unit(e, root, clean), units.values())))
+    failed = sorted(f for f, (_, ok, _) in results.items() if not ok)
+    for f in failed:
+        print(f"header check: {f} does not compile alone:\n{results[f][2]}", file=sys.stderr)
+    skipped = sum(1 for key, ok, out in results.values() if ok and key in clean)
+    print(f"header check: {len(units)} headers, {skipped} as they were when found clean"
+          f"{f' ({cache})' if cache else ''}, {len(units) - skipped} compiled, {len(failed)} failed")
+    if cache and update:
+        now = sorted({key for key, ok, _ in results.values() if ok and key != "none"})
+        with open(cache, "w") as f:
+            f.writelines(k + "\n" for k in now)
+        print(f"header check: {cache} now lists {len(now)} clean units")
+    return 1 if failed else 0
 
 
 def main(argv: list[str]) -> int:
@@ -226,10 +194,6 @@ def main(argv: list[str]) -> int:
     h.add_argument("build")
     h.add_argument("--cache", help="the list of clean keys (CI: .ci/headers-clean.txt)")
     h.add_argument("--update-cache", action="store_true", help="rewrite --cache with the keys of every unit now clean")
-    u = sub.add_parser("units", help="compile every src/ unit the build compiled with the precompiled header, without")
-    u.add_argument("build")
-    u.add_argument("--cache", help="the list of clean keys (CI: .ci/units-clean.txt)")
-    u.add_argument("--update-cache", action="store_true", help="rewrite --cache with the keys of every unit now clean")
     c = sub.add_parser("compdb", help="write compile_commands.json without the precompiled header")
     c.add_argument("build")
     c.add_argument("out_dir")
@@ -240,7 +204,7 @@ def main(argv: list[str]) -> int:
         return compdb(args.build, args.out_dir)
     if args.update_cache and not args.cache:
         parser.error("--update-cache needs --cache FILE")
-    return (units if args.command == "units" else headers)(args.build, args.cache, args.update_cache)
+    return headers(args.build, args.cache, args.update_cache)
 
 
 if __name__ == "__main__":
