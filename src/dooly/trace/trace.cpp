@@ -1,9 +1,9 @@
 #include "dooly/trace/trace.hpp"
 
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <type_traits>
 
 #include "dooly/common/error.hpp"
@@ -27,26 +27,26 @@ T checked_integer(const json& v, const char* key, const std::string& where) {
   return *i;
 }
 
-template <typename T>
-T field(const json& j, const char* key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", where, key);
-  if constexpr (std::is_integral_v<T>) {
-    return checked_integer<T>(j.at(key), key, where);
-  } else {
-    try {
-      return j.at(key).get<T>();
-    } catch (const json::exception& e) {
-      DOOLY_THROW(InputError, kFix, "{}: field '{}' has the wrong type ({})", where, key, e.what());
-    }
-  }
-}
-
 // The member `key` of object `j`, read in place (a trace's arrays are most of its size: a copy per step or per op
 // doubled the time of reading one); missing is an error naming the field.
 const json& member(const json& j, const char* key, const std::string& where) {
   const auto it = j.is_object() ? j.find(key) : j.end();
   if (it == j.end()) DOOLY_THROW(InputError, kFix, "{}: missing field '{}'", where, key);
   return *it;
+}
+
+template <typename T>
+T field(const json& j, const char* key, const std::string& where) {
+  const json& v = member(j, key, where);
+  if constexpr (std::is_integral_v<T>) {
+    return checked_integer<T>(v, key, where);
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const json::exception& e) {
+      DOOLY_THROW(InputError, kFix, "{}: field '{}' has the wrong type ({})", where, key, e.what());
+    }
+  }
 }
 
 // The optional member `key` of object `j`, read in place: an empty array when absent (iterating it reads nothing).
@@ -193,14 +193,11 @@ Trace read_trace(const std::string& path) {
   if (!in) DOOLY_THROW(InputError, "check the path", "cannot open trace '{}'", path);
   // Read whole, then parsed from memory: nlohmann's stream adapter reads a character at a time through the
   // stream buffer, most of the parse's time on a corpus of traces.
-  std::string text;
-  in.seekg(0, std::ios::end);
-  if (const std::streamoff size = in.tellg(); size > 0) text.reserve(static_cast<size_t>(size));
-  in.seekg(0, std::ios::beg);
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::ostringstream text;
+  text << in.rdbuf();
   json j;
   try {
-    j = json::parse(text);
+    j = json::parse(text.view());
   } catch (const json::exception& e) {
     DOOLY_THROW(InputError, "re-create the trace with `dooly trace`", "'{}' is not valid JSON ({})", path, e.what());
   }
