@@ -36,18 +36,6 @@ function(dooly_pch_host name kind)
   target_link_libraries(${name} PRIVATE fmt::fmt ${ARG_LINKS})
   target_precompile_headers(${name} PRIVATE ${DOOLY_PCH_HEADERS} ${ARG_HEADERS})
 endfunction()
-function(dooly_pch_library_host)
-  dooly_pch_host(dooly_pch_library library)
-endfunction()
-# The CLI's host: an executable as the CLI is, with CLI11 (every subcommand's unit includes it) and no GoogleTest.
-function(dooly_pch_cli_host)
-  dooly_pch_host(dooly_pch_cli executable LINKS CLI11::CLI11 HEADERS <CLI/CLI.hpp>)
-endfunction()
-# The tests' host links GoogleTest as they do: its target defines GTEST_HAS_PTHREAD, which the header must be made
-# with.
-function(dooly_pch_test_host)
-  dooly_pch_host(dooly_pch_test executable LINKS GTest::gtest HEADERS <gtest/gtest.h>)
-endfunction()
 
 # dooly_test(NAME SOURCES... DEPS ... [LABELS ...] [SHARDS n]): one gtest executable registered with ctest.
 # With DOOLY_UNIT_TESTS=OFF (the plain tier of scripts/test.sh) a test not labelled random or no-sanitizer is left
