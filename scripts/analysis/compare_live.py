@@ -81,19 +81,20 @@ def main(argv=None) -> int:
     rows = []
     lives = []  # (archive, name, workload spec, path): the live runs, for the live-against-live table
     for archive in args.archives:
+        tag = os.path.basename(archive).removesuffix(".tgz")  # names the archive's files and rows
         with tarfile.open(archive) as t:
             members = sorted((m for m in t.getmembers() if m.name.endswith(".json.gz")), key=lambda m: m.name)
             for m in members:
                 live = json.load(gzip.open(t.extractfile(m)))
                 name = m.name.removesuffix(".json.gz")
                 # Files by archive too: two archives may hold runs of the same name (two sessions).
-                stem = os.path.basename(archive).removesuffix(".tgz") + "__" + name
+                stem = f"{tag}__{name}"
                 live_path = os.path.join(out, f"{stem}.live.json")
                 sim_path = os.path.join(out, f"{stem}.sim.json")
                 cmp_path = os.path.join(out, f"{stem}.compare.json")
                 with open(live_path, "w") as f:
                     json.dump(live, f)
-                lives.append((archive, name, live.get("workload", {}).get("spec"), live_path))
+                lives.append((tag, name, live.get("workload", {}).get("spec"), live_path))
                 sim = subprocess.run([args.dooly, "simulate", "--db", args.db, *simulate_args(live), *extra,
                                       "--out", sim_path],
                                      capture_output=True, text=True)
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
                 if c.returncode != 0:
                     print(f"{name}: compare failed: {c.stderr.strip()[:300]}", file=sys.stderr)
                     continue
-                row = {"run": name, "archive": os.path.basename(archive).removesuffix(".tgz"),
+                row = {"run": name, "archive": tag,
                        "compare": json.load(open(cmp_path))}
                 # The scheduler check: the live arrivals and step times.
                 trace, times = timing_files(live, os.path.join(out, stem))
@@ -132,13 +133,7 @@ def main(argv=None) -> int:
     for r in by_archive(rows, many):
         c = r["compare"]
         m = c["metrics"]
-
-        def mape(k):
-            return f"{100 * m[k]['mape']:8.1f}%" if m.get(k, {}).get("mape") is not None else "        -"
-
-        def med(k):
-            return f"{100 * m[k]['median_error']:+7.1f}%" if m.get(k, {}).get("median_error") is not None else "       -"
-
+        mape, med = (lambda k: metric(m, k, "mape", "8")), (lambda k: metric(m, k, "median_error", "+7"))
         thr, jl, js = c["output_throughput_tps"], c["j_per_output_token"]["live"], c["j_per_output_token"]["sim"]
         print(f"{r['run']:<40} {mape('ttft')} {med('ttft')} {mape('tpot')} {med('tpot')} {mape('e2e')} "
               f"{thr['live']:10.1f} {thr['sim']:7.1f} "
@@ -155,11 +150,8 @@ def main(argv=None) -> int:
         share = st["matching"] / st["compared"] if st["compared"] else float("nan")
         e = r.get("energy_at_live_timing", {})
         req, jt = e.get("request") or {}, e.get("j_per_output_token") or {}
-        mape = f"{100 * req['mape']:6.1f}%" if req.get("mape") is not None else "      -"
-        med = f"{100 * req['median_error']:+7.1f}%" if req.get("median_error") is not None else "       -"
-        jerr = f"{100 * (jt['sim'] / jt['live'] - 1):+8.1f}%" if jt.get("live") and jt.get("sim") else "        -"
-        tt = r.get("ttft_at_live_timing") or {}
-        ttft = f"{100 * tt['mape']:8.1f}%" if tt.get("mape") is not None else "        -"
+        ttft = pct((r.get("ttft_at_live_timing") or {}).get("mape"), "8")
+        mape, med, jerr = pct(req.get("mape"), "6"), pct(req.get("median_error"), "+7"), j_error(jt)
         print(f"{r['run']:<40} {st['matching']:>6}/{st['compared']:<7} {100 * share:6.1f}% {ttft} {mape} {med} {jerr}  "
               f"{st.get('first_mismatch') or '-'}")
     print("\nthe step-time model at the live step's composition (scheduler check: every matched step priced by the"
@@ -178,15 +170,29 @@ def main(argv=None) -> int:
               f"{'E2E MAPE':>8} {'J/tok err':>9}")
         for f in floor:
             m = f["compare"]["metrics"]
-            jt = f["compare"]["j_per_output_token"]
-            cell = lambda k, q, w: f"{100 * m[k][q]:{w}.1f}%" if m.get(k, {}).get(q) is not None else " " * w + "-"
-            jerr = f"{100 * (jt['sim'] / jt['live'] - 1):+8.1f}%" if jt.get("live") and jt.get("sim") else "        -"
-            print(f"{f['run']:<40} {f['against']:<34} {cell('ttft', 'mape', 8)} {cell('ttft', 'median_error', '+7')} "
-                  f"{cell('tpot', 'mape', 8)} {cell('tpot', 'median_error', '+7')} {cell('e2e', 'mape', 7)} {jerr}")
+            print(f"{f['run']:<40} {f['against']:<34} {metric(m, 'ttft', 'mape', '8')} "
+                  f"{metric(m, 'ttft', 'median_error', '+7')} {metric(m, 'tpot', 'mape', '8')} "
+                  f"{metric(m, 'tpot', 'median_error', '+7')} {metric(m, 'e2e', 'mape', '7')} "
+                  f"{j_error(f['compare']['j_per_output_token'])}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"version": 1, "db": args.db, "runs": rows, "live_against_live": floor}, f, indent=1)
     return 0
+
+
+def pct(fraction, spec: str) -> str:
+    """A fraction as a percent cell of format `spec` ("8", "+7": width and sign), or "-" as wide when absent."""
+    return f"{'-':>{int(spec.lstrip('+')) + 1}}" if fraction is None else f"{100 * fraction:{spec}.1f}%"
+
+
+def metric(metrics: dict, name: str, field: str, spec: str) -> str:
+    """One figure of `dooly compare`'s metric (mape, median_error, ...) as a percent cell."""
+    return pct(metrics.get(name, {}).get(field), spec)
+
+
+def j_error(jt: dict) -> str:
+    """The simulated (or later) run's J per output token against the live (or first) one, as a percent cell."""
+    return pct(jt["sim"] / jt["live"] - 1 if jt.get("live") and jt.get("sim") else None, "+8")
 
 
 def by_archive(rows: list[dict], many: bool):
@@ -205,7 +211,7 @@ def live_against_live(dooly: str, lives: list, out: str) -> list[dict]:
     simulation's place)."""
     pairs = []
     first = {(a, n): p for a, n, _, p in lives}
-    for a, n, spec, p in lives:
+    for a, n, _, p in lives:
         base, sep, k = n.rpartition("__repeat-")
         if sep and (a, base) in first:
             pairs.append((base, f"repeat {k} against run 1", first[(a, base)], p))
@@ -214,8 +220,8 @@ def live_against_live(dooly: str, lives: list, out: str) -> list[dict]:
         if "__repeat-" in n:
             continue
         if (n, spec) in seen:
-            earlier_archive, earlier_path = seen[(n, spec)]
-            pairs.append((n, f"against {os.path.basename(earlier_archive).removesuffix('.tgz')}"[:34], earlier_path, p))
+            earlier_tag, earlier_path = seen[(n, spec)]
+            pairs.append((n, f"against {earlier_tag}"[:34], earlier_path, p))
         else:
             seen[(n, spec)] = (a, p)
     rows = []
