@@ -54,6 +54,7 @@ WARMUP=${WARMUP:-4}
 SLO=${SLO:-ttft_s=2,tpot_s=0.2}
 RUN_DEADLINE_S=${RUN_DEADLINE_S:-150}
 REPEAT=${REPEAT:-1}
+case "$REPEAT" in ''|*[!0-9]*|0) echo "live_validate: REPEAT must be a whole number >= 1, got '$REPEAT'"; exit 2 ;; esac
 DEADLINE_S=${DEADLINE_S:-540}
 DEVICE=${DEVICE:-cuda}
 tiny=(); [ -n "${TINY:-}" ] && tiny=(--tiny)
@@ -88,15 +89,16 @@ limits=()
 stopped=0
 for m in $MODELS; do
   for g in $GRAPHS; do
-    for r in $(rates_for "$m"); do
-     for k in $(seq 1 "$REPEAT"); do
+    # rate:k for each rate and each of its REPEAT runs, in that order
+    for rk in $(for r in $(rates_for "$m"); do seq -f "$r:%g" 1 "$REPEAT"; done); do
+      r=${rk%:*} k=${rk##*:}
       name="${m}__graphs-${g}__rate-${r}"
       [ "$k" -gt 1 ] && name="${name}__repeat-$k"
       [ -f "$RES/$name.json.gz" ] && { echo "done before: $name"; continue; }
       left=$(( DEADLINE_S - ($(date +%s) - T0) ))
       if [ "$left" -lt $(( RUN_DEADLINE_S + 60 )) ]; then
         stamp "stopping: $left s left, a run needs up to $(( RUN_DEADLINE_S + 60 )) s; call again to go on"
-        stopped=1; break 4
+        stopped=1; break 3
       fi
       n=$(python3 -c "import math; print(max(16, math.ceil($r * $ARRIVAL_S)))")
       spec="poisson:rate=$r,n=$n,prompt=$PROMPT,output=$OUTPUT,seed=$SEED"
@@ -113,7 +115,6 @@ for m in $MODELS; do
       else
         echo "run failed: $name (exit $rc)"; mv "$RES/$name.log" "$RES/$name.failed.log"
       fi
-     done
     done
   done
 done
