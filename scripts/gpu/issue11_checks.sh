@@ -9,9 +9,9 @@
 #   validate     scripts/gpu/validate_profile_energy.py --long-only over the store: $POINTS points of >= 1 ms against a
 #                5 s energy-counter reference (the 3 % goal), measured the profiler's way once per settle period in
 #                $SETTLE, the reference cut in slices (J per call and SM clock against time from idle)
-#   profile      python -m dooly.profile --retry-failed over the traces of $MODELS until $DEADLINE_S from the
-#                command's start (a held-out model: MODELS=<it> after the corpus; the summary line gives the points
-#                and GPU seconds this command measured)
+#   profile      python -m dooly.profile --retry-failed over every trace of $MODELS (any backend shipped) until
+#                $DEADLINE_S from the command's start (a held-out model: MODELS=<it> after the corpus; the summary
+#                line gives the points and GPU seconds this command measured)
 #   naive        the naive plan measured on a subset: each trace of $NAIVE_MODELS profiled alone into a store of its
 #                own (/tmp/dooly-checks/naive-<trace>.sqlite, kept while the machine is held; resumes), until the
 #                deadline; each store comes back in results.tgz
@@ -78,7 +78,18 @@ if { has trace || has composition || has validate || has profile || has naive; }
   bash scripts/gpu/traces_for.sh "$TR" "$BACKENDS" "$MODELS $NAIVE_MODELS" "$RES/trace.log" \
     | tee "$RES/trace-summary.txt"
 fi
+# The profile stage measures every shipped trace of $MODELS, whatever its backend: beside the $BACKENDS ones, the
+# engine's own `sdpa` (and `sdpa-cudnn`) traces of the models served live, which the simulator prices them from.
+if has profile && [ -f data/traces/h200/traces.tgz ]; then
+  for m in $MODELS; do
+    tar -tzf data/traces/h200/traces.tgz | grep -x -- "${m}__paged_.*\.json" \
+      | xargs -r tar -xzf data/traces/h200/traces.tgz -C "$TR/all"
+  done
+fi
 ls "$TR"/all/*.json 2>/dev/null | sed 's/^/trace: /'
+every_trace_of() {  # each trace of the models given in $TR/all, any backend
+  for m in "$@"; do ls "$TR/all/${m}__paged_"*.json 2>/dev/null; done
+}
 
 if has composition; then
   stamp composition
@@ -105,7 +116,7 @@ if has profile; then
   stamp "profile ($left s)"
   if [ "$left" -gt 30 ]; then
     DOOLY_PROFILE_DEADLINE_S=$left python3 -m dooly.profile --db "$DB" --grid data/grids/default.json --device cuda \
-      --retry-failed --plan-json "$RES/plan.json" -- $(traces_of $MODELS) 2>&1 | tail -c 200000 > "$RES/profile.log"
+      --retry-failed --plan-json "$RES/plan.json" -- $(every_trace_of $MODELS) 2>&1 | tail -c 200000 > "$RES/profile.log"
     echo "profile: exit ${PIPESTATUS[0]}; $(tail -3 "$RES/profile.log")"
     gzip -f "$RES/plan.json"
   fi
