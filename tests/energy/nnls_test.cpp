@@ -34,12 +34,20 @@ TEST(Nnls, ClampsWhatLeastSquaresWouldMakeNegative) {
 // The active-set solver against an independent one (every support tried, brute_nnls.hpp) on random problems:
 // 1-9 columns, some nearly collinear, truths with negative parts (so the constraint binds), noisy readings. The
 // objective ||Xb - y||^2 must match to a relative 1e-9; where the problem is well conditioned, the solution too.
+// Unoptimised (sanitizer) builds solve the first 108 problems (every column count 12 times; the reference tries
+// up to 512 supports with unoptimised Eigen); the plain CI tier solves all 400 (label `random`).
+#ifdef NDEBUG
+constexpr int kTrials = 400;
+#else
+constexpr int kTrials = 108;
+#endif
+
 TEST(Nnls, RandomProblemsMatchAnIndependentSolver) {
   std::mt19937_64 rng(20261201);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::normal_distribution<double> noise(0.0, 1.0);
   int compared_solutions = 0, bound = 0;
-  for (int trial = 0; trial < 400; ++trial) {
+  for (int trial = 0; trial < kTrials; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     const int k = 1 + trial % 9;
     const int rows = k + 2 + static_cast<int>(rng() % 60);
@@ -70,8 +78,8 @@ TEST(Nnls, RandomProblemsMatchAnIndependentSolver) {
       EXPECT_LE((r.x - ref).norm(), 1e-6 * (1 + ref.norm())) << r.x.transpose() << " vs " << ref.transpose();
     }
   }
-  EXPECT_GE(compared_solutions, 250);
-  EXPECT_GE(bound, 100) << "the constraint must bind in many problems";
+  EXPECT_GE(compared_solutions, kTrials * 5 / 8);
+  EXPECT_GE(bound, kTrials / 4) << "the constraint must bind in many problems";
 }
 
 }  // namespace
