@@ -81,10 +81,12 @@ fi
 # The profile stage measures every shipped trace of $MODELS, whatever its backend: beside the $BACKENDS ones, the
 # engine's own `sdpa` (and `sdpa-cudnn`) traces of the models served live, which the simulator prices them from.
 if has profile && [ -f data/traces/h200/traces.tgz ]; then
+  shipped=$(tar -tzf data/traces/h200/traces.tgz)
+  want=()
   for m in $MODELS; do
-    tar -tzf data/traces/h200/traces.tgz | grep -x -- "${m}__paged_.*\.json" \
-      | xargs -r tar -xzf data/traces/h200/traces.tgz -C "$TR/all"
+    for f in $(grep -x -- "${m}__paged_.*\.json" <<< "$shipped"); do [ -f "$TR/all/$f" ] || want+=("$f"); done
   done
+  [ ${#want[@]} -eq 0 ] || tar -xzf data/traces/h200/traces.tgz -C "$TR/all" "${want[@]}"
 fi
 ls "$TR"/all/*.json 2>/dev/null | sed 's/^/trace: /'
 every_trace_of() {  # each trace of the models given in $TR/all, any backend
