@@ -273,19 +273,19 @@ Report play(const Script& s, bool pairs) {
   return a.finish(s.t_end);
 }
 
-// Unoptimised (sanitizer) builds run a twentieth of the streams: the fit at finish() is Eigen's, unoptimised. The
-// plain CI tier runs the whole set (label `random`).
+// Unoptimised (sanitizer) builds run a fortieth of the streams (the long one among them): the fit at finish() is
+// Eigen's, unoptimised. The plain CI tier runs the whole set (label `random`).
 #ifdef NDEBUG
 constexpr uint64_t kSeeds = 2000;
 #else
-constexpr uint64_t kSeeds = 100;
+constexpr uint64_t kSeeds = 50;
 #endif
 
 TEST(AttributorPairs, RandomStreamsGiveTheSameFiguresToTheLastBit) {
   std::vector<size_t> long_stream_events;
   for (uint64_t seed = 0; seed < kSeeds; ++seed)
     for (int flavour = 0; flavour < 4; ++flavour) {
-      if (flavour == 3 && seed % 100 != 0) continue;  // kSeeds / 100 long streams
+      if (flavour == 3 && seed % 100 != 0) continue;  // a long stream every 100 seeds, from seed 0
       const Script s = random_script(seed, flavour);
       const Report one_at_a_time = play(s, false), paired = play(s, true);
       ASSERT_EQ(first_difference(one_at_a_time, paired), "") << "seed " << seed << ", flavour " << flavour;
@@ -294,7 +294,7 @@ TEST(AttributorPairs, RandomStreamsGiveTheSameFiguresToTheLastBit) {
             s.ops.begin(), s.ops.end(), [](const Script::Op& op) { return std::holds_alternative<Event>(op); })));
     }
   // The long streams reach the model's keep-up point (every 4,096 processed events), where pairs fall back.
-  ASSERT_EQ(long_stream_events.size(), kSeeds / 100);
+  ASSERT_EQ(long_stream_events.size(), (kSeeds + 99) / 100);
   for (size_t n : long_stream_events) EXPECT_GT(n, 4096u);
 }
 

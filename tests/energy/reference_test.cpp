@@ -270,11 +270,11 @@ bool well_conditioned(const Report& r) {
 }
 
 // Optimised builds (the plain CI tier runs this test there too: label `random`) compare 300 streams; unoptimised
-// sanitizer builds 40, as the reference's NNLS by enumeration and Eigen are slow there.
+// sanitizer builds 20, as the reference's NNLS by enumeration and Eigen are slow there.
 #ifdef NDEBUG
 constexpr int kStreams = 300;
 #else
-constexpr int kStreams = 40;
+constexpr int kStreams = 20;
 #endif
 
 TEST(ReferenceAttributor, RandomStreamsAgreeWithTheEngine) {
