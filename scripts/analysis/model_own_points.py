@@ -10,6 +10,7 @@ model of a covered family in <= 1 H200-minute).
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 
@@ -20,33 +21,33 @@ def main():
     ap.add_argument("--model", required=True, help="the model's name in the store (its `models` rows)")
     ap.add_argument("--context", type=int, required=True, help="the measurement context (provenance id)")
     a = ap.parse_args()
+    if not os.path.isfile(a.db):
+        sys.exit(f"model_own_points: no store at {a.db}")
     db = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
     ids = [r[0] for r in db.execute("SELECT id FROM models WHERE name = ?", (a.model,))]
     if not ids:
         known = ", ".join(sorted({r[0] for r in db.execute("SELECT name FROM models")}))
         sys.exit(f"model_own_points: the store has no model '{a.model}' (it has: {known})")
     marks = ",".join("?" * len(ids))
-    own = {r[0] for r in db.execute(f"SELECT DISTINCT signature_id FROM model_signatures WHERE model_id IN ({marks})",
-                                    ids)}
-    others = {r[0] for r in db.execute(
-        f"SELECT DISTINCT signature_id FROM model_signatures WHERE model_id NOT IN ({marks})", ids)}
-    alone = sorted(own - others)
-    points, seconds, missing, modules = 0, 0.0, 0, 0
-    for sid in alone:
-        kind = db.execute("SELECT kind FROM signatures WHERE id = ?", (sid,)).fetchone()[0]
-        rows = db.execute("SELECT extra_json FROM measurements WHERE signature_id = ? AND provenance_id = ? AND "
-                          "status = 'ok'", (sid, a.context)).fetchall()
-        if not rows:  # a module whose ops are the units has no point of its own
-            modules += kind == "module"
-            missing += kind != "module"
-        for (extra,) in rows:
-            points += 1
-            seconds += json.loads(extra).get("point_s", 0.0)
-    print(f"{a.model}: {len(own)} signatures, {len(own) - len(alone)} held by other models too, {len(alone)} its own "
+    (own,) = db.execute(f"SELECT COUNT(DISTINCT signature_id) FROM model_signatures WHERE model_id IN ({marks})",
+                        ids).fetchone()
+    # Its own signatures (no other model's traces hold them), each with its points under the context, if any.
+    rows = db.execute(
+        f"SELECT s.id, s.kind, m.extra_json FROM signatures s "
+        f"LEFT JOIN measurements m ON m.signature_id = s.id AND m.provenance_id = ? AND m.status = 'ok' "
+        f"WHERE s.id IN (SELECT signature_id FROM model_signatures WHERE model_id IN ({marks})) "
+        f"AND s.id NOT IN (SELECT signature_id FROM model_signatures WHERE model_id NOT IN ({marks}))",
+        [a.context, *ids, *ids]).fetchall()
+    alone = {sid for sid, _, _ in rows}
+    unmeasured = {(sid, kind) for sid, kind, extra in rows if extra is None}
+    modules = sum(kind == "module" for _, kind in unmeasured)  # a module whose ops are the units has no point
+    missing = len(unmeasured) - modules
+    points = sum(extra is not None for _, _, extra in rows)
+    seconds = sum(json.loads(extra).get("point_s", 0.0) for _, _, extra in rows if extra is not None)
+    print(f"{a.model}: {own} signatures, {own - len(alone)} held by other models too, {len(alone)} its own "
           f"({modules} of them modules measured through their ops); under context {a.context}: {points} points, "
           f"{seconds:.1f} s of point time ({seconds / 60:.3f} min)"
           + (f"; {missing} of its own op signatures have no point yet" if missing else ""))
-
 
 if __name__ == "__main__":
     main()
