@@ -26,7 +26,8 @@
 # Environment: MODELS (traced and profiled; default: every data/models/*.json but $HELDOUT, default qwen3-1.7b,
 #   the held-out 14th model: measure it alone afterwards with MODELS=qwen3-1.7b STAGES="trace profile"), CHECK_MODELS (the composition
 #   check and the engine cost; default: llama-3.1-8b qwen3-8b olmoe-1b-7b-0924, one of them MoE), STAGES (default: all),
-#   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,grid,2), DEADLINE_S (default
+#   DB (default data/profile/h200.sqlite), POINTS (default 20), SETTLE (default 0,grid,2), VALIDATE_ARGS (more
+#   arguments to validate_profile_energy.py, e.g. "--per-unit 4" with SETTLE=grid,carry), DEADLINE_S (default
 #   560), NAIVE_MODELS (default llama-3.1-8b), BACKENDS (the attention backends traced and profiled; default
 #   "sdpa-efficient eager"; the HF engine's `paged|sdpa` runs cuDNN's kernel on the H200: add sdpa-cudnn), OUT
 #   (default ./out).
@@ -111,7 +112,7 @@ fi
 if has validate; then
   stamp validate
   python3 scripts/gpu/validate_profile_energy.py --db "$DB" --traces "$TR/all" --points "$POINTS" --long-only \
-    --settle "$SETTLE" --out "$RES/energy-validation-long.json" 2>&1 | tee "$RES/energy-validation-long.txt" | tail -4
+    --settle "$SETTLE" ${VALIDATE_ARGS:-} --out "$RES/energy-validation-long.json" 2>&1 | tee "$RES/energy-validation-long.txt" | tail -4
 fi
 if has profile; then
   left=$(( DEADLINE_S - ($(date +%s) - T0) - 20 ))

@@ -18,6 +18,7 @@ import ctypes
 import functools
 import glob
 import json
+import math
 import os
 import random
 import sqlite3
@@ -52,9 +53,11 @@ class Counter:
 cached_trace = functools.lru_cache(maxsize=2)(load_trace)  # points of one trace share its parse
 
 
-def pick(db, n, rnd, units, long_only=False):
+def pick(db, n, rnd, units, long_only=False, per_unit=0):
     """n ok points of the plan's op units: 3/4 of >= 1 ms (at most 3 per op name), the rest of 50 us to 1 ms;
-    with long_only, all n of >= 1 ms, spread as evenly over the op names as they allow."""
+    with long_only, all n of >= 1 ms, spread as evenly over the op names as they allow. With per_unit k: n // k
+    units of k points of >= 1 ms or more (one unit per op name while they last), each unit's k largest, largest
+    first, as the profiler runs a unit's points back to back (its points under 1 ms left out)."""
     with sqlite3.connect(db) as c:
         rows = c.execute(
             "SELECT s.hash, s.name, m.point_key, m.extra_json, m.latency_mean_s, m.energy_j FROM measurements m "
@@ -65,6 +68,21 @@ def pick(db, n, rnd, units, long_only=False):
     short = [r for r in rows if 5e-5 <= r[4] < 1e-3]
     rnd.shuffle(long_)
     rnd.shuffle(short)
+    if per_unit > 0:
+        by_unit = {}
+        for r in long_:
+            by_unit.setdefault(r[0], []).append(r)
+        def size(r):  # the profiler's order (plan.cpp points_of): largest first by the swept sizes' log sum
+            return sum(math.log(max(x, 1)) for k, x in json.loads(r[2]).items() if not k.startswith("MOE_"))
+
+        runs = [sorted(v, key=lambda r: -size(r))[:per_unit] for v in by_unit.values() if len(v) >= per_unit]
+        rnd.shuffle(runs)
+        seen, ranked = {}, []
+        for run in runs:  # a unit's rank among those of its op name: every name's first unit, then the second, ...
+            ranked.append((seen.get(run[0][1], 0), run))
+            seen[run[0][1]] = seen.get(run[0][1], 0) + 1
+        runs = [run for _, run in sorted(ranked, key=lambda x: x[0])]
+        return [r for run in runs[: max(1, n // per_unit)] for r in run]
     by_name, chosen = {}, []
     want, cap = (n, 1) if long_only else (n - n // 4, 3)
     while True:  # spread over op names first: round by round, up to `cap` a name (no cap left with long_only)
@@ -90,9 +108,13 @@ def main():
     ap.add_argument("--points", type=int, default=24)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--long-only", action="store_true", help="only points of >= 1 ms (the 3 %% goal's range)")
-    ap.add_argument("--settle", type=lambda v: [x if x == "grid" else float(x) for x in v.split(",")],
+    ap.add_argument("--per-unit", type=int, default=0, help="runs of this many points of one unit, largest first "
+                    "(the profiler's order: the settle period carries over between them); 0: points one by one")
+    ap.add_argument("--carry-gap-s", type=float, default=0.5, help="the carry policy's settle_carry_gap_s")
+    ap.add_argument("--settle", type=lambda v: [x if x in ("grid", "carry") else float(x) for x in v.split(",")],
                     default=["grid"], help="settle periods to measure the profiler's way with, comma-separated: "
-                    "seconds, or grid (the grid's policy: settle_s, longer while the clock is held down; default)")
+                    "seconds, grid (the grid's policy: settle_s, longer while the clock is held down; default) or "
+                    "carry (the grid's, carried over between a unit's points within --carry-gap-s)")
     ap.add_argument("--slice-s", type=float, default=0.25, help="the reference run's slices (J per call over time)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -113,7 +135,8 @@ def main():
     meter = dooly_core.EnergyMeter(baseline, 0)
     settings = Settings(plan["measure"])
     chosen = []
-    for h, name, key, extra, lat, stored_j in pick(args.db, args.points, random.Random(5), units, args.long_only):
+    for h, name, key, extra, lat, stored_j in pick(args.db, args.points, random.Random(5), units, args.long_only,
+                                                       args.per_unit):
         u = units.get(h)
         if u is not None:
             chosen.append((h, name, key, json.loads(extra)["bindings"], stored_j, u))
@@ -128,13 +151,15 @@ def main():
     # The profiler's way: every chosen point back to back, in batches of the engine; once per settle period asked.
     measured = {}
     grid_settle = (settings.settle_s, settings.capped_settle_s)
-    for settle in args.settle:  # "grid": the plan's settle policy; a number: that fixed settle period
-        settings.settle_s, settings.capped_settle_s = grid_settle if settle == "grid" else (settle, settle)
+    for settle in args.settle:  # "grid"/"carry": the plan's settle policy; a number: that fixed settle period
+        settings.settle_s, settings.capped_settle_s = grid_settle if settle in ("grid", "carry") else (settle, settle)
+        settings.settle_carry_gap_s = args.carry_gap_s if settle == "carry" else 0.0
         batch = EnergyBatch(meter, True, baseline)
-        timer = Timer(dev, settings, meter)
         got = []
         with torch.no_grad():
             for i, c in enumerate(chosen):
+                if i == 0 or c[0] != chosen[i - 1][0]:  # a Timer a unit, as the profiler's worker makes them
+                    timer = Timer(dev, settings, meter)
                 unit = build(c[5], c[3])
                 region = batch.next_region()
                 batch.add(region, i, timer.run(unit, region))
@@ -166,7 +191,8 @@ def main():
             row["by_settle"][str(settle)] = {
                 "latency_s": again["latency_s"]["mean"], "dooly_j": mine, "dooly_hw_j": e.get("hw_j"),
                 "dooly_trapezoid_j": e.get("trapezoid_j"), "avg_power_w": e.get("avg_power_w"),
-                "window_s": again["extra"].get("window_s"),
+                "window_s": again["extra"].get("window_s"), "settle_s": again["extra"].get("settle_s"),
+                "settle_carried_s": again["extra"].get("settle_carried_s"),
                 "error": (mine - ref["reference_j"]) / ref["reference_j"] if mine else None}
         first_s = row["by_settle"][str(args.settle[0])]
         row.update(first_s)  # the first settle period's figures at the top level (the earlier files' fields)
@@ -184,8 +210,11 @@ def main():
                 if r["latency_s"] >= 1e-3 and r["by_settle"].get(str(settle), {}).get("error") is not None]
         if errs:
             a = sorted(abs(e) for e in errs)
+            rows = [r["by_settle"][str(settle)] for r in results if str(settle) in r["by_settle"]]
+            replayed = sum((x["settle_s"] or 0) - (x["settle_carried_s"] or 0) for x in rows)  # settle time spent
             print(f"settle {settle} s, points >= 1 ms: {len(a)}, within 3 %: {sum(e <= 0.03 for e in a)}, "
-                  f"median |error| {100 * a[len(a) // 2]:.2f} %, worst {100 * a[-1]:.2f} %")
+                  f"median |error| {100 * a[len(a) // 2]:.2f} %, worst {100 * a[-1]:.2f} %; settle replays "
+                  f"{replayed:.1f} s, {sum(1 for x in rows if x['settle_carried_s'])} points carried over")
 
 
 def reference(replay, per, counter, meter, seconds, slice_s):

@@ -113,6 +113,8 @@ TEST(Grid, BadFieldsAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of(with("/measure/inputs", 1)).find("measure.inputs must be"), std::string::npos);
   EXPECT_EQ(parse_grid(with("/measure/inputs", "cycled"), "g.json").measure.inputs, "cycled");
+  EXPECT_DOUBLE_EQ(parse_grid(with("/measure/settle_carry_gap_s", 0.25), "g.json").measure.settle_carry_gap_s, 0.25);
+  EXPECT_NE(error_of(with("/measure/settle_carry_gap_s", -1)).find("settle_carry_gap_s"), std::string::npos);
   EXPECT_NE(error_of(with("/tokens", json::array())).find("tokens: must be a non-empty list"), std::string::npos);
   EXPECT_NE(error_of(with("/tokens/0", -4)).find("tokens[0]: must be an integer in [1, "), std::string::npos);
   EXPECT_NE(error_of(with("/measure/rel_ci", 0)).find("measure.rel_ci"), std::string::npos);

@@ -284,6 +284,36 @@ TEST(Plan, LongPointsStoredWithoutTheSettlePeriodAreMeasuredAgain) {
   EXPECT_EQ(unit_of(f.plan(ctx)).points_committed, 5);
 }
 
+// With the settle period carried over (settle_carry_gap_s > 0), a unit's points run back to back settle once: the
+// dry run charges the settle to the unit's first long point only, the others carry it over.
+TEST(Plan, TheSettlePeriodCarriedOverIsChargedOnceAUnit) {
+  Fixture f;
+  f.llama_only();
+  f.grid.measure.settle_s = 0.5;
+  f.grid.measure.capped_settle_s = 2.0;
+  f.grid.measure.settle_min_latency_s = 0;  // every point is long by the guess
+  const Plan each = f.plan(0);
+  f.grid.measure.settle_carry_gap_s = 0.5;
+  const Plan once = f.plan(0);
+  ASSERT_EQ(each.units.size(), once.units.size());
+  double saved = 0;
+  for (size_t i = 0; i < each.units.size(); ++i) {
+    const UnitPlan &a = each.units[i], &b = once.units[i];
+    ASSERT_EQ(a.points.size(), b.points.size());
+    ASSERT_FALSE(b.points.empty());
+    EXPECT_DOUBLE_EQ(b.points[0].estimated_s, a.points[0].estimated_s);  // the first settles as before
+    EXPECT_DOUBLE_EQ(b.points[0].settle_s, 0.5);
+    for (size_t k = 1; k < b.points.size(); ++k) {
+      EXPECT_DOUBLE_EQ(b.points[k].settle_s, 0.0);
+      EXPECT_NEAR(a.points[k].estimated_s - b.points[k].estimated_s, 0.5, 1e-9);
+    }
+    saved += 0.5 * static_cast<double>(a.points.size() - 1);
+  }
+  EXPECT_NEAR(each.todo.estimated_s - once.todo.estimated_s, saved, 1e-6);
+  EXPECT_GT(saved, 0);
+  EXPECT_DOUBLE_EQ(to_json(once)["measure"]["settle_carry_gap_s"].get<double>(), 0.5);
+}
+
 TEST(Plan, AbsorbedAndUnrunnableSignaturesFollowTheirResolution) {
   Fixture f;
   f.llama_only();

@@ -452,3 +452,49 @@ def test_a_long_unit_settles_before_its_window_and_longer_while_the_clock_is_hel
     r = Timer(cpu, Settings({"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
                              "point_timeout_s": 10}), clock=held).run(_SlowUnit(0.003))
     assert r["extra"]["settle_s"] == 0.0
+
+
+def test_a_units_next_point_carries_the_settle_period_over_unless_the_device_idled_in_between():
+    """The profiler runs a unit's points back to back, largest first: with settle_carry_gap_s the unit's run so far
+    counts as settled time, so only its first long point replays the settle period (and one whose clock is held
+    down replays on to capped_settle_s); a gap longer than settle_carry_gap_s settles from scratch."""
+    import torch
+
+    from dooly.profile.measure import Settings, Timer
+
+    base = {"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
+            "point_timeout_s": 10, "settle_s": 0.05, "settle_min_latency_s": 0.002, "capped_settle_s": 0.15}
+    cpu = torch.device("cpu")
+
+    def run(timer, unit):
+        before = unit.calls
+        r = timer.run(unit)["extra"]
+        return r, unit.calls - before
+
+    clock = _Clock(False)
+    timer, unit = Timer(cpu, Settings({**base, "settle_carry_gap_s": 5.0}), clock=clock), _SlowUnit(0.003)
+    first, first_calls = run(timer, unit)
+    assert first["settle_s"] >= 0.05 and "settle_carried_s" not in first
+    second, second_calls = run(timer, unit)
+    assert second["settle_carried_s"] >= 0.05 and second["settle_s"] >= second["settle_carried_s"]
+    assert second_calls <= first_calls - 8, (first_calls, second_calls)  # no settle replays: ~17 fewer 3 ms calls
+    clock.held = True  # the next point finds the clock held down: it replays on until the run reaches the cap
+    third, _ = run(timer, unit)
+    assert third["settle_clock_held"] and third["settle_s"] >= 0.15 and third["settle_carried_s"] < 0.15
+    fourth, fourth_calls = run(timer, unit)  # past the cap already: nothing more
+    assert fourth["settle_carried_s"] >= 0.15 and fourth_calls <= first_calls - 8
+    # A short point resets the run (its replays are no settle); so does an idle gap longer than the carry gap.
+    run(timer, _SlowUnit(0.0002))
+    after_short, _ = run(timer, unit)
+    assert "settle_carried_s" not in after_short
+    clock.held = False
+    timer = Timer(cpu, Settings({**base, "settle_carry_gap_s": 0.05}), clock=clock)
+    run(timer, unit)
+    time.sleep(0.2)
+    after_gap, _ = run(timer, unit)
+    assert "settle_carried_s" not in after_gap and after_gap["settle_s"] >= 0.05
+    # Without the field (the policy before 2026-12-05): every long point settles from scratch.
+    timer = Timer(cpu, Settings(base), clock=clock)
+    run(timer, unit)
+    again, _ = run(timer, unit)
+    assert "settle_carried_s" not in again and again["settle_s"] >= 0.05

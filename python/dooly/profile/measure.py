@@ -3,7 +3,8 @@
 Time: on a GPU, `per` calls captured in one CUDA graph and replayed (CUDA events around each replay); a unit that
 cannot be captured runs eagerly between the same events. On a CPU, perf_counter around `per` calls. Warm-up first;
 then, for a unit of at least settle_min_latency_s a call, settle_s of replays, on to capped_settle_s while the
-power controller holds the SM clock down (the settle period: the window sees the steady state, docs/profile.md);
+power controller holds the SM clock down (the settle period: the window sees the steady state, docs/profile.md;
+a point that follows the unit's previous one within settle_carry_gap_s counts the unit's run so far as settled);
 then samples until at least `min_reps` samples and `min_time_s` have passed and the 95 % interval of the mean is
 within +-rel_ci of it (nvbench's criterion), or `max_time_s` (the cap; the row says the interval did not close).
 
@@ -67,6 +68,10 @@ class Settings:
         self.settle_s = float(d.get("settle_s", 0.0))
         self.settle_min_latency_s = float(d.get("settle_min_latency_s", 1e-3))
         self.capped_settle_s = max(self.settle_s, float(d.get("capped_settle_s", self.settle_s)))
+        # The settle carried over: a point that starts within settle_carry_gap_s of the end of the unit's previous
+        # settled point (its points run largest first, back to back) counts the unit's run since its last idle gap
+        # as settled time (0: every long point settles from scratch, the policy before 2026-12-05).
+        self.settle_carry_gap_s = float(d.get("settle_carry_gap_s", 0.0))
         # "warm": only the inputs that do not grow with the step (weights, caches) cycle past the L2; the
         # step-sized ones (activations) are made once and stay where the previous op would have left them.
         # "cycled": every input cycles. A plan without it is an older one: cycled, as it was then.
@@ -147,6 +152,11 @@ class Timer:
         self._last_state = -1e9
         self._state = {}
         self.state_every_s = state_every_s
+        # The unit's run so far (a Timer is one unit's): when its last settled point's window ended, and how long
+        # the device had then been running the unit without an idle gap longer than settle_carry_gap_s.
+        self._hot: tuple[float, float] | None = None
+        self._warm_t0 = 0.0
+        self._carried = 0.0  # the last point's carried seconds
 
     def _sync(self):
         if self.cuda:
@@ -164,6 +174,8 @@ class Timer:
         with self._region(region, ""):
             samples, capped = self._sample(replay, per, w0)
         window_s = time.perf_counter() - w0
+        carried = self._carried
+        self._hot = (time.perf_counter(), settled_s + window_s) if settled_s > 0 else None
         mean = statistics.fmean(samples)
         return {
             "repetitions": len(samples) * per,
@@ -173,6 +185,7 @@ class Timer:
             "busy_s": sum(samples) * per,
             "extra": {"samples": len(samples), "calls_per_sample": per, "cuda_graph": graphed,
                       "settle_s": round(settled_s, 4), "settle_clock_held": held,
+                      **({"settle_carried_s": round(carried, 4)} if carried else {}),
                       "ci95_rel": _ci_half_width(samples) / mean if mean > 0 else None, "capped": capped,
                       "window_s": window_s, **self._state},
         }
@@ -192,7 +205,7 @@ class Timer:
 
     def _warm_up(self, unit):
         """At least 3 calls and warmup_s, then the replayer of `per` calls (a CUDA graph when it captures)."""
-        t0 = time.perf_counter()
+        t0 = self._warm_t0 = time.perf_counter()
         n = 0
         while n < 3 or time.perf_counter() - t0 < self.s.warmup_s:
             unit.call()
@@ -209,7 +222,11 @@ class Timer:
         """Replays for settle_s when one call takes settle_min_latency_s or more (timed on a replay, since the
         warm-up's first calls include one-off setup; a replay that says long is timed once more, so a host preempted
         during it does not settle a short unit), then on to capped_settle_s while the clock is held down;
-        synchronising every few replays. Returns (seconds settled, whether the clock was held down)."""
+        synchronising every few replays. A point that follows the unit's previous settled point within
+        settle_carry_gap_s starts its settle clock at the unit's run so far (the device has not been idle since):
+        usually nothing more to replay, unless the clock is held down and the run is shorter than capped_settle_s.
+        Returns (seconds settled, carried ones included; whether the clock was held down)."""
+        self._carried = 0.0
         if self.s.settle_s <= 0:
             return 0.0, False
 
@@ -223,6 +240,9 @@ class Timer:
         t0 = time.perf_counter()
         if per_call() < self.s.settle_min_latency_s or per_call() < self.s.settle_min_latency_s:
             return 0.0, False
+        if self._hot is not None and self._warm_t0 - self._hot[0] <= self.s.settle_carry_gap_s:
+            self._carried = self._hot[1]
+            t0 = self._warm_t0 - self._carried  # the warm-up, its capture and the timing replays ran the unit too
         held = False
         while True:
             elapsed = time.perf_counter() - t0

@@ -152,7 +152,7 @@ void parse_measure(const json& m, const std::string& origin, MeasureSettings& s)
   const std::string mw = origin + ": measure";
   only_keys(m,
             {"warmup_s", "min_time_s", "max_time_s", "min_reps", "rel_ci", "point_timeout_s", "settle_s",
-             "settle_min_latency_s", "capped_settle_s", "inputs"},
+             "settle_min_latency_s", "capped_settle_s", "settle_carry_gap_s", "inputs"},
             mw);
   s.warmup_s = number(m, "warmup_s", s.warmup_s, mw, 0, 60);
   s.min_time_s = number(m, "min_time_s", s.min_time_s, mw, 0, 600);
@@ -163,6 +163,7 @@ void parse_measure(const json& m, const std::string& origin, MeasureSettings& s)
   s.settle_s = number(m, "settle_s", s.settle_s, mw, 0, 60);
   s.settle_min_latency_s = number(m, "settle_min_latency_s", s.settle_min_latency_s, mw, 0, 60);
   s.capped_settle_s = number(m, "capped_settle_s", s.capped_settle_s, mw, 0, 60);
+  s.settle_carry_gap_s = number(m, "settle_carry_gap_s", s.settle_carry_gap_s, mw, 0, 60);
   if (m.contains("inputs")) {
     const json& v = m.at("inputs");
     if (!v.is_string() || (v.get<std::string>() != "warm" && v.get<std::string>() != "cycled"))
@@ -256,6 +257,7 @@ json measure_json(const MeasureSettings& m) {
           {"settle_s", m.settle_s},
           {"settle_min_latency_s", m.settle_min_latency_s},
           {"capped_settle_s", m.capped_settle_s},
+          {"settle_carry_gap_s", m.settle_carry_gap_s},
           {"inputs", m.inputs}};
 }
 

@@ -61,6 +61,10 @@ struct MeasureSettings {
   double settle_s = 0.5;
   double settle_min_latency_s = 1e-3;
   double capped_settle_s = 2.0;
+  // A long point that starts within this many seconds of the end of its unit's previous settled point (the unit's
+  // points run largest first, back to back) counts the unit's run so far as settled time; 0: every long point
+  // settles from scratch (docs/profile.md, "The settle period").
+  double settle_carry_gap_s = 0.0;
   // Which inputs cycle past the L2 between calls: "warm" (the default) cycles the inputs that do not grow with the
   // step (weights, caches, tables: read from HBM in serving, the other layers ran in between) and makes the
   // step-sized ones (activations, which the engine's previous op has just written) once, kept in place; "cycled"

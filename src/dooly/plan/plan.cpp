@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -72,11 +73,12 @@ struct Sig {
   bool no_kernel() const { return is_op && gpu_traced && !launches; }
 };
 
-double estimate_s(const MeasureSettings& m, double bytes) {
-  // A guess for the dry run: HBM-bound at ~2.5 TB/s plus a launch; the point runs at least min_time_s.
+// A guess for the dry run: HBM-bound at ~2.5 TB/s plus a launch; the point runs at least min_time_s, and a long one
+// settles first (points_of takes the settle off a point that carries over its unit's previous one).
+void estimate(const MeasureSettings& m, double bytes, PointPlan& p) {
   const double latency_s = bytes / 2.5e12 + 8e-6;
-  const double settle_s = latency_s >= m.settle_min_latency_s ? m.settle_s : 0.0;
-  return m.warmup_s + settle_s + std::max(m.min_time_s, static_cast<double>(m.min_reps) * latency_s) + 0.03;
+  p.settle_s = latency_s >= m.settle_min_latency_s ? m.settle_s : 0.0;
+  p.estimated_s = m.warmup_s + p.settle_s + std::max(m.min_time_s, static_cast<double>(m.min_reps) * latency_s) + 0.03;
 }
 
 // The compositions a unit is swept over, by the step quantities it depends on.
@@ -126,7 +128,7 @@ PointPlan point_at(const Sig& s, Composition c, const MeasureSettings& measure) 
   };
   double bytes = 0;
   for (const trace::OpRecord* op : s.ops) bytes += bytes_at(*op, resolve);
-  p.estimated_s = estimate_s(measure, bytes);
+  estimate(measure, bytes, p);
   p.composition = std::move(c);
   return p;
 }
@@ -200,6 +202,13 @@ std::vector<PointPlan> points_of(const Sig& s, const Grid& grid, std::string& po
   std::stable_sort(points.begin(), points.end(),
                    [&](const PointPlan& a, const PointPlan& b) { return size_of(a) > size_of(b); });
   if (point_class == "no_kernel") points.resize(1);
+  if (grid.measure.settle_carry_gap_s > 0) {  // back to back, largest first: the unit's first long point settles
+    bool settled = false;
+    for (PointPlan& p : points) {
+      if (settled && p.settle_s > 0) p.estimated_s -= std::exchange(p.settle_s, 0.0);
+      settled = settled || p.settle_s > 0;
+    }
+  }
   return points;
 }
 

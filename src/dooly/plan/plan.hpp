@@ -26,6 +26,7 @@ struct PointPlan {
   std::map<std::string, int64_t> bindings;  // swept quantities and the fixed limits
   Composition composition;                  // the step the point stands for
   double estimated_s = 0;                   // GPU time the measurement is expected to take
+  double settle_s = 0;                      // of it, the settle period's (a long point; 0 when carried over)
 };
 
 struct Ancestor {
