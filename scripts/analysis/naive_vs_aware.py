@@ -9,6 +9,10 @@ therefore an estimate from measured times, not a naive run. Op classes come from
 the runs), since the store keeps the op's rule, not the planner's class.
 
   python3 scripts/analysis/naive_vs_aware.py --db data/profile/h200.sqlite --context 4 --traces 5,6 PLAN.json.gz...
+
+With --settle-carried, both sides leave out the settle periods of each unit's later long points (the grid's
+settle_carry_gap_s, 2026-12-05: a unit's points run back to back, and only its first long one settles): an estimate
+from the recorded settle times of points measured before the carry existed.
 """
 
 import argparse
@@ -18,11 +22,26 @@ import json
 import sqlite3
 
 
+def later_settles_s(rows) -> dict:
+    """Per signature, the settle seconds of its settled points after its first one, from (signature id, extra)
+    rows in measurement order: what a settle carried over between a unit's points would not have replayed."""
+    seen, later = set(), collections.defaultdict(float)
+    for sid, extra in rows:
+        settled = extra.get("settle_s") or 0.0
+        if settled > 0 and not extra.get("settle_carried_s"):
+            if sid in seen:
+                later[sid] += settled
+            seen.add(sid)
+    return later
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", required=True)
     ap.add_argument("--context", type=int, required=True, help="the measurement context (provenance id) of the points")
     ap.add_argument("--traces", required=True, help="provenance ids of the traces, comma-separated")
+    ap.add_argument("--settle-carried", action="store_true",
+                    help="leave out the settle periods a carried-over settle would not replay (an estimate)")
     ap.add_argument("plans", nargs="*", help="plan JSON files (.json or .json.gz) for the op classes")
     args = ap.parse_args()
     op_class = {}
@@ -37,11 +56,15 @@ def main():
         f"SELECT signature_id, COUNT(DISTINCT model_id || '-' || provenance_id) FROM model_signatures "
         f"WHERE provenance_id IN ({marks}) GROUP BY signature_id", traces).fetchall())
     spent = collections.defaultdict(float)
-    for sid, extra in c.execute(
+    rows = [(sid, json.loads(extra)) for sid, extra in c.execute(
             "SELECT m.signature_id, m.extra_json FROM measurements m JOIN signatures s ON s.id = m.signature_id "
-            "WHERE s.kind = 'op' AND m.status = 'ok' AND m.energy_j IS NOT NULL AND m.provenance_id = ?",
-            (args.context,)):
-        spent[sid] += json.loads(extra).get("point_s", 0.0)
+            "WHERE s.kind = 'op' AND m.status = 'ok' AND m.energy_j IS NOT NULL AND m.provenance_id = ? "
+            "ORDER BY m.id", (args.context,))]
+    for sid, extra in rows:
+        spent[sid] += extra.get("point_s", 0.0)
+    if args.settle_carried:
+        for sid, s in later_settles_s(rows).items():
+            spent[sid] -= s
     aware, naive = collections.defaultdict(float), collections.defaultdict(float)
     unshared = 0
     for sid, s in spent.items():
