@@ -8,7 +8,8 @@
 #   3. the threaded parts (sampler, profiler, store concurrency) under ThreadSanitizer,
 #   4. the Python tests, and the installed package (the venv's `pip install .`),
 #   5. every reader's fuzz target for a short run (libFuzzer, ASan + UBSan, built in tier 1; FUZZ_SECONDS per
-#      target, default 10),
+#      target, default 6: a smoke run from the committed corpora; the long campaigns are in
+#      docs/results/2026-12-01-fuzzing.md),
 #   6. lint: clang-format over src/ and clang-tidy (bugprone, performance, complexity <= 25) over all of src/;
 #      a unit whose exact content (preprocessed, with the same config and tool) .ci/tidy-clean.txt lists as
 #      found clean is not tidied again (scripts/clean_units.py; refresh it with
@@ -68,8 +69,8 @@ if [ -f scripts/test_python.sh ]; then
   [ "$python_rc" -eq 0 ] && [ "$packaging_rc" -eq 0 ] || { echo "test.sh: Python tests exit $python_rc, packaging exit $packaging_rc" >&2; exit 1; }
 fi
 
-tier "fuzz targets, ${FUZZ_SECONDS:-10} s each (the asan build's: clang, coverage-instrumented)"
-FUZZ_PRESET=asan FUZZ_NO_BUILD=1 bash scripts/fuzz.sh "${FUZZ_SECONDS:-10}"
+tier "fuzz targets, ${FUZZ_SECONDS:-6} s each (the asan build's: clang, coverage-instrumented)"
+FUZZ_PRESET=asan FUZZ_NO_BUILD=1 bash scripts/fuzz.sh "${FUZZ_SECONDS:-6}"
 
 tier "lint"
 bash scripts/lint.sh --format-only
