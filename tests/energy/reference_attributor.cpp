@@ -541,9 +541,12 @@ class Reference {
   // readings' worth of occupancy; the others' J/call fitted on the set-aside readings, the rest held fixed), or
   // by time (calls x mean duration) where no kernel of a reading draws anything; then divided by the key's
   // innermost time (a rate, W).
-  std::map<KeyId, double> split_rates(size_t c, const Model& m, const Eigen::VectorXd& beta) const {
+  // With `excess_rate`: per key with a trusted column, its split energy less its calls in the slices at its J/call
+  // alone (its power over its mean duration outside the slices), per second of its innermost time.
+  std::map<KeyId, double> split_rates(size_t c, const Model& m, const Eigen::VectorXd& beta,
+                                      std::map<KeyId, double>* excess_rate = nullptr) const {
     std::map<KeyId, double> j, energy;
-    std::map<KeyId, int> unknown;
+    std::map<KeyId, int> unknown, column;
     auto mean_duration = [&](KeyId key) {
       auto it = totals_.find({key, c});
       return it == totals_.end() || !it->second.calls
@@ -558,10 +561,12 @@ class Reference {
         const size_t col = static_cast<size_t>(it - m.keys.begin()) + 1;
         if (it != m.keys.end())
           for (const auto& row : m.rows) occupancy += col < row.size() ? row[col] : 0.0;
-        if (it != m.keys.end() && occupancy >= 3.0)
+        if (it != m.keys.end() && occupancy >= 3.0) {
           j[key] = beta(static_cast<int>(col)) * mean_duration(key);
-        else
+          column[key] = static_cast<int>(col);
+        } else {
           unknown.emplace(key, static_cast<int>(unknown.size()));
+        }
       }
     auto above = [&](const Aside& a) {
       return std::max(0.0, a.power_w - beta(0)) * static_cast<double>(a.slice_ns) * 1e-9;
@@ -604,6 +609,18 @@ class Reference {
     std::map<KeyId, double> rate;
     for (const auto& [key, e] : energy)
       if (const double t = innermost_s(key, c); t > 0) rate[key] = e / t;
+    if (excess_rate != nullptr)
+      for (const auto& [key, e] : energy) {
+        const auto col = column.find(key);
+        const auto st = slices_[c].find(key);
+        const auto tot = totals_.find({key, c});
+        if (col == column.end() || st == slices_[c].end() || tot == totals_.end()) continue;
+        const double alone_calls = static_cast<double>(tot->second.calls) - st->second.second;
+        const double alone_s = static_cast<double>(tot->second.excl_ns - st->second.first) * 1e-9;
+        const double t = innermost_s(key, c);
+        if (alone_calls >= 1 && alone_s > 0 && t > 0)
+          (*excess_rate)[key] = (e - beta(col->second) * alone_s / alone_calls * st->second.second) / t;
+      }
     return rate;
   }
   // Per key: the share of its innermost time in set-aside slices.
@@ -646,7 +663,8 @@ class Reference {
     cr.fit.residual_rms_w = std::sqrt(f.rss / static_cast<double>(n));
     cr.fit.interval_blocks = f.replicates.size();
     cr.fit.concurrent_readings = aside_[c].size();
-    const std::map<KeyId, double> rate = split_rates(c, m, f.beta);
+    std::map<KeyId, double> excess_rate;
+    const std::map<KeyId, double> rate = split_rates(c, m, f.beta, &excess_rate);
     std::vector<std::map<KeyId, double>> rate_reps;
     for (const auto& b : f.replicates) rate_reps.push_back(split_rates(c, m, b));
     // The row's model J/call at a fit: its weights (floor excluded) and its split energy, per call.
@@ -667,6 +685,11 @@ class Reference {
         const double hw = t_quantile_95(static_cast<int>(rate_reps.size()) - 1) * std::sqrt((nb - 1) / nb * ss);
         r.model_energy_hw_j = std::hypot(*r.model_energy_hw_j, hw);
         r.model_j_per_call_hw_j = std::hypot(*r.model_j_per_call_hw_j, hw / static_cast<double>(r.calls));
+      }
+      if (!excess_rate.empty()) {  // the split's assumption: its departure from the calls at their J/call alone
+        const double assumed = std::fabs(split_energy(r, excess_rate));
+        r.model_energy_hw_j = std::hypot(*r.model_energy_hw_j, assumed);
+        r.model_j_per_call_hw_j = std::hypot(*r.model_j_per_call_hw_j, assumed / static_cast<double>(r.calls));
       }
       for (size_t i = 0; i < k; ++i)
         if (m.keys[i] == row_keys_.at(r.name)) {

@@ -78,6 +78,10 @@ std::vector<RegionRow> trapezoid_rows(size_t c, const WindowCharger& charger, co
 // are split by time), and they are flagged.
 struct Split {
   std::unordered_map<KeyId, double> energy_j;  // per key, above the floor
+  // Per key: its split energy less its calls at their J/call alone (the readings shared by J/call alone). Energy per
+  // call is taken to be conserved under concurrency; a device that spends more (or less) on kernels together puts
+  // the difference here, and the row's interval carries it.
+  std::unordered_map<KeyId, double> excess_j;
   std::unordered_set<KeyId> never_alone;
 };
 double mean_duration_s(KeyId key, size_t c, const WindowCharger& charger) {
@@ -178,6 +182,20 @@ Split split_concurrent(const OccupancyModel& model, size_t c, const Eigen::Vecto
     for (const auto& [key, i] : unknown) out.never_alone.insert(key);
   }
   out.energy_j = share_out(in, j);
+  // The split's departure from each key's overlapped calls (their share inside the set-aside slices) at its J/call
+  // alone: its fitted power over its mean duration outside the slices (overlapped calls may run longer). A key
+  // never seen alone has no alone figure to depart from.
+  const auto& slices = model.slice_totals(c);
+  for (const auto& [key, e] : out.energy_j) {
+    const auto st = slices.find(key);
+    const auto col = d.column.find(key);
+    const KeyTotals* t = charger.totals(key, c);
+    if (st == slices.end() || col == d.column.end() || !trusted.count(col->second) || t == nullptr) continue;
+    const double alone_calls = static_cast<double>(t->calls) - st->second.calls;
+    const double alone_s = static_cast<double>(t->excl_time_ns - st->second.ns) * 1e-9;
+    if (alone_calls >= 1 && alone_s > 0)
+      out.excess_j[key] = e - beta(col->second) * alone_s / alone_calls * st->second.calls;
+  }
   return out;
 }
 
@@ -186,6 +204,7 @@ Split split_concurrent(const OccupancyModel& model, size_t c, const Eigen::Vecto
 struct SplitTerms {
   Split split;
   std::unordered_map<KeyId, double> phi, rate;
+  std::unordered_map<KeyId, double> excess_rate;  // split.excess_j per second of the key's innermost time
   std::vector<std::unordered_map<KeyId, double>> rate_replicates;  // the rate at each jackknife replicate
   bool any() const noexcept { return !phi.empty(); }
 };
@@ -206,6 +225,8 @@ SplitTerms split_terms(const OccupancyModel& model, size_t c, const Fit& fit, co
   const std::unordered_set<int> trusted = trusted_columns(fit, d);
   t.split = split_concurrent(model, c, fit.beta, d, trusted, charger);
   t.rate = rates_of(t.split, charger, c);
+  for (const auto& [key, x] : t.split.excess_j)
+    if (const double in = innermost_s(key, c, charger); in > 0) t.excess_rate[key] = x / in;
   for (const auto& [key, st] : model.slice_totals(c))
     if (const double in = innermost_s(key, c, charger); in > 0)
       t.phi[key] = std::min(1.0, static_cast<double>(st.ns) * 1e-9 / in);
@@ -278,9 +299,14 @@ void model_rows(const Fit& fit, const Design& d, const std::vector<KeyId>& row_k
     double own_rate = 0, own_phi = 0;
     if (split.any()) {
       const double hw = split_half_width(key, split, charger);
+      // The split's assumption, conserved energy per call: how far its shares (the row's own, and those of the
+      // kernels inside it) are from those calls at their J/call alone (an H100 spent 14-17 % more on two kernels
+      // together: docs/energy-attribution.md).
+      const double assumed = std::fabs(split_energy(key, split.excess_rate, charger));
+      const auto calls = static_cast<double>(row.calls);
       *row.model_energy_j += split_energy(key, split.rate, charger);
-      row.model_energy_hw_j = std::hypot(*row.model_energy_hw_j, hw);
-      row.model_j_per_call_hw_j = std::hypot(*row.model_j_per_call_hw_j, hw / static_cast<double>(row.calls));
+      row.model_energy_hw_j = std::hypot(*row.model_energy_hw_j, hw, assumed);
+      row.model_j_per_call_hw_j = std::hypot(*row.model_j_per_call_hw_j, hw / calls, assumed / calls);
       if (auto it = split.split.energy_j.find(key); it != split.split.energy_j.end()) {
         // A key can have split energy without time in the slices: its calls lay in the span before them.
         const auto& slices = model.slice_totals(c);
