@@ -78,10 +78,6 @@ std::vector<RegionRow> trapezoid_rows(size_t c, const WindowCharger& charger, co
 // are split by time), and they are flagged.
 struct Split {
   std::unordered_map<KeyId, double> energy_j;  // per key, above the floor
-  // Per key: its split energy less its calls at their J/call alone (the readings shared by J/call alone). Energy per
-  // call is taken to be conserved under concurrency; a device that spends more (or less) on kernels together puts
-  // the difference here, and the row's interval carries it.
-  std::unordered_map<KeyId, double> excess_j;
   std::unordered_set<KeyId> never_alone;
 };
 double mean_duration_s(KeyId key, size_t c, const WindowCharger& charger) {
@@ -182,20 +178,6 @@ Split split_concurrent(const OccupancyModel& model, size_t c, const Eigen::Vecto
     for (const auto& [key, i] : unknown) out.never_alone.insert(key);
   }
   out.energy_j = share_out(in, j);
-  // The split's departure from each key's overlapped calls (their share inside the set-aside slices) at its J/call
-  // alone: its fitted power over its mean duration outside the slices (overlapped calls may run longer). A key
-  // never seen alone has no alone figure to depart from.
-  const auto& slices = model.slice_totals(c);
-  for (const auto& [key, e] : out.energy_j) {
-    const auto st = slices.find(key);
-    const auto col = d.column.find(key);
-    const KeyTotals* t = charger.totals(key, c);
-    if (st == slices.end() || col == d.column.end() || !trusted.count(col->second) || t == nullptr) continue;
-    const double alone_calls = static_cast<double>(t->calls) - st->second.calls;
-    const double alone_s = static_cast<double>(t->excl_time_ns - st->second.ns) * 1e-9;
-    if (alone_calls >= 1 && alone_s > 0)
-      out.excess_j[key] = e - beta(col->second) * alone_s / alone_calls * st->second.calls;
-  }
   return out;
 }
 
@@ -204,7 +186,10 @@ Split split_concurrent(const OccupancyModel& model, size_t c, const Eigen::Vecto
 struct SplitTerms {
   Split split;
   std::unordered_map<KeyId, double> phi, rate;
-  std::unordered_map<KeyId, double> excess_rate;  // split.excess_j per second of the key's innermost time
+  // Per key with a trusted column and calls alone: its split energy less its overlapped calls at its J/call alone,
+  // per second of its innermost time. The split takes energy per call to be conserved under concurrency; a device
+  // that spends more (or less) on kernels together puts the difference here, and the rows' intervals carry it.
+  std::unordered_map<KeyId, double> excess_rate;
   std::vector<std::unordered_map<KeyId, double>> rate_replicates;  // the rate at each jackknife replicate
   bool any() const noexcept { return !phi.empty(); }
 };
@@ -218,6 +203,27 @@ std::unordered_map<KeyId, double> rates_of(const Split& s, const WindowCharger& 
     if (const double t = innermost_s(key, c, charger); t > 0) rate[key] = e / t;
   return rate;
 }
+// The split's departure from each key's overlapped calls (their share inside the set-aside slices) at its J/call
+// alone, its fitted power over its mean duration outside the slices (overlapped calls may run longer), per second of
+// its innermost time. Once, at the main fit. A key never seen alone has no alone figure to depart from.
+std::unordered_map<KeyId, double> excess_rates(const Split& s, const OccupancyModel& model, size_t c,
+                                               const Eigen::VectorXd& beta, const Design& d,
+                                               const std::unordered_set<int>& trusted, const WindowCharger& charger) {
+  std::unordered_map<KeyId, double> rate;
+  const auto& slices = model.slice_totals(c);
+  for (const auto& [key, e] : s.energy_j) {
+    const auto st = slices.find(key);
+    const auto col = d.column.find(key);
+    const KeyTotals* t = charger.totals(key, c);
+    if (st == slices.end() || col == d.column.end() || !trusted.count(col->second) || t == nullptr) continue;
+    const double alone_calls = static_cast<double>(t->calls) - st->second.calls;
+    const double alone_s = static_cast<double>(t->excl_time_ns - st->second.ns) * 1e-9;
+    const double in = innermost_s(key, c, charger);
+    if (alone_calls >= 1 && alone_s > 0 && in > 0)
+      rate[key] = (e - beta(col->second) * alone_s / alone_calls * st->second.calls) / in;
+  }
+  return rate;
+}
 SplitTerms split_terms(const OccupancyModel& model, size_t c, const Fit& fit, const Design& d,
                        const WindowCharger& charger, bool replicates) {
   SplitTerms t;
@@ -225,8 +231,7 @@ SplitTerms split_terms(const OccupancyModel& model, size_t c, const Fit& fit, co
   const std::unordered_set<int> trusted = trusted_columns(fit, d);
   t.split = split_concurrent(model, c, fit.beta, d, trusted, charger);
   t.rate = rates_of(t.split, charger, c);
-  for (const auto& [key, x] : t.split.excess_j)
-    if (const double in = innermost_s(key, c, charger); in > 0) t.excess_rate[key] = x / in;
+  t.excess_rate = excess_rates(t.split, model, c, fit.beta, d, trusted, charger);
   for (const auto& [key, st] : model.slice_totals(c))
     if (const double in = innermost_s(key, c, charger); in > 0)
       t.phi[key] = std::min(1.0, static_cast<double>(st.ns) * 1e-9 / in);
