@@ -155,8 +155,6 @@ class Timer:
         # The unit's run so far (a Timer is one unit's): when its last settled point's window ended, and how long
         # the device had then been running the unit without an idle gap longer than settle_carry_gap_s.
         self._hot: tuple[float, float] | None = None
-        self._warm_t0 = 0.0
-        self._carried = 0.0  # the last point's carried seconds
 
     def _sync(self):
         if self.cuda:
@@ -166,7 +164,7 @@ class Timer:
         """Times `unit`; with a region name (EnergyBatch.next_region) its warm-up and timed window are that batch's
         regions, and the batch adds the energy when it closes."""
         with self._region(region, WARM_SUFFIX):
-            replay, graphed, per, (settled_s, held) = self._warm_up(unit)
+            replay, graphed, per, (settled_s, held, carried) = self._warm_up(unit)
         if self.cuda and time.perf_counter() - self._last_state > self.state_every_s:
             self._state = _gpu_state(self.device)
             self._last_state = time.perf_counter()
@@ -174,7 +172,6 @@ class Timer:
         with self._region(region, ""):
             samples, capped = self._sample(replay, per, w0)
         window_s = time.perf_counter() - w0
-        carried = self._carried
         self._hot = (time.perf_counter(), settled_s + window_s) if settled_s > 0 else None
         mean = statistics.fmean(samples)
         return {
@@ -205,7 +202,7 @@ class Timer:
 
     def _warm_up(self, unit):
         """At least 3 calls and warmup_s, then the replayer of `per` calls (a CUDA graph when it captures)."""
-        t0 = self._warm_t0 = time.perf_counter()
+        t0 = time.perf_counter()
         n = 0
         while n < 3 or time.perf_counter() - t0 < self.s.warmup_s:
             unit.call()
@@ -216,19 +213,19 @@ class Timer:
         est = (time.perf_counter() - t0) / n
         per = max(1, min(64 if self.cuda else 1000, math.ceil((2e-3 if self.cuda else 1e-3) / max(est, 1e-9))))
         replay, graphed = self.replayer(unit, per)
-        return replay, graphed, per, self._settle(replay, per)
+        return replay, graphed, per, self._settle(replay, per, t0)
 
-    def _settle(self, replay, per) -> tuple[float, bool]:
+    def _settle(self, replay, per, started: float) -> tuple[float, bool, float]:
         """Replays for settle_s when one call takes settle_min_latency_s or more (timed on a replay, since the
         warm-up's first calls include one-off setup; a replay that says long is timed once more, so a host preempted
         during it does not settle a short unit), then on to capped_settle_s while the clock is held down;
         synchronising every few replays. A point that follows the unit's previous settled point within
         settle_carry_gap_s starts its settle clock at the unit's run so far (the device has not been idle since):
         usually nothing more to replay, unless the clock is held down and the run is shorter than capped_settle_s.
-        Returns (seconds settled, carried ones included; whether the clock was held down)."""
-        self._carried = 0.0
+        `started`: when the point's warm-up began. Returns (seconds settled, carried ones included; whether the clock
+        was held down; seconds carried over)."""
         if self.s.settle_s <= 0:
-            return 0.0, False
+            return 0.0, False, 0.0
 
         def per_call() -> float:
             t = time.perf_counter()
@@ -239,10 +236,11 @@ class Timer:
         self._sync()
         t0 = time.perf_counter()
         if per_call() < self.s.settle_min_latency_s or per_call() < self.s.settle_min_latency_s:
-            return 0.0, False
-        if self._hot is not None and self._warm_t0 - self._hot[0] <= self.s.settle_carry_gap_s:
-            self._carried = self._hot[1]
-            t0 = self._warm_t0 - self._carried  # the warm-up, its capture and the timing replays ran the unit too
+            return 0.0, False, 0.0
+        carried = 0.0
+        if self._hot is not None and started - self._hot[0] <= self.s.settle_carry_gap_s:
+            carried = self._hot[1]
+            t0 = started - carried  # the warm-up, its capture and the timing replays ran the unit too
         held = False
         while True:
             elapsed = time.perf_counter() - t0
@@ -253,7 +251,7 @@ class Timer:
             for _ in range(4):
                 replay()
             self._sync()
-        return time.perf_counter() - t0, held
+        return time.perf_counter() - t0, held, carried
 
     def _sample(self, replay, per: int, w0: float) -> tuple[list[float], bool]:
         """Per-call times of replays (of `per` calls each) until the noise criterion holds, or the cap (then True)."""
