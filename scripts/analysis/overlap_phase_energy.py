@@ -2,7 +2,9 @@
 """Energy per phase of examples/cuda_overlap against the sum of its kernels' alone J/calls (issue 13, section 2): is
 energy per call conserved when kernels run concurrently? From the Perfetto trace the CUPTI library writes
 (DOOLY_TRACE: kernel windows, the NVTX phase ranges, the power readings as a counter track). Per phase: the
-trapezoid of the power readings over the phase less the floor over its length; alone phases give each kernel's J per
+trapezoid of the power readings over the phase less the floor over its length, each reading placed at the middle of
+the window it averages (its time less the sensor's delay and half its window, --shift-ms, as
+scripts/gpu/summarize_overlap.py places them); alone phases give each kernel's J per
 call, concurrent ones are compared with the sum over their kernels of calls x J/call alone. A split of concurrent
 readings that keeps the measured energy can only bring every kernel within x % of its alone figure where the phase's
 excess is within x %.
@@ -20,11 +22,11 @@ import re
 import statistics
 
 
-def phase_table(path: str, floor: float | None) -> None:
+def phase_table(path: str, floor: float | None, shift_ms: float) -> None:
     with gzip.open(path) if path.endswith(".gz") else open(path) as f:
         t = json.load(f)
     ev = t["traceEvents"] if isinstance(t, dict) else t
-    power = sorted((e["ts"], next(iter(e["args"].values()))) for e in ev if e.get("ph") == "C")
+    power = sorted((e["ts"] - 1e3 * shift_ms, next(iter(e["args"].values()))) for e in ev if e.get("ph") == "C")
     phases = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in ev
               if e.get("ph") == "X" and e["name"].split(" ")[0] in ("alone", "concurrent")}
     if not phases or not power:
@@ -65,12 +67,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--floors", default="", help="the floor (W) of each trace, comma-separated")
+    ap.add_argument("--shift-ms", type=float, default=16.5, help="the sensor's delay plus half its window (default: "
+                    "NVML's sample buffer, 4 + 25 / 2 ms; the report's channel sensor gives them)")
     a = ap.parse_args()
     floors = [float(x) for x in a.floors.split(",")] if a.floors else [None] * len(a.traces)
     if len(floors) != len(a.traces):
         raise SystemExit(f"overlap_phase_energy: {len(a.traces)} traces but {len(floors)} floors")
     for path, floor in zip(a.traces, floors):
-        phase_table(path, floor)
+        phase_table(path, floor, a.shift_ms)
 
 
 if __name__ == "__main__":
