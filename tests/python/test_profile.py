@@ -430,8 +430,9 @@ def test_a_long_unit_settles_before_its_window_and_longer_while_the_clock_is_hel
 
     from dooly.profile.measure import Settings, Timer
 
-    s = Settings({"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
-                  "point_timeout_s": 10, "settle_s": 0.05, "settle_min_latency_s": 0.002, "capped_settle_s": 0.15})
+    base = {"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
+            "point_timeout_s": 10, "settle_s": 0.05, "settle_min_latency_s": 0.002, "capped_settle_s": 0.15}
+    s = Settings(base)
     cpu = torch.device("cpu")
     free, held = _Clock(False), _Clock(True)
     got = {}
@@ -443,10 +444,12 @@ def test_a_long_unit_settles_before_its_window_and_longer_while_the_clock_is_hel
     assert got["capped"]["settle_s"] >= 0.15 and got["capped"]["settle_clock_held"] is True
     assert got["short"]["settle_s"] == 0.0 and not got["short"]["settle_clock_held"]  # below the latency: none
     assert free.reads == 1 and held.reads == 1  # the clock is read once, when settle_s has passed
-    # A short unit whose timed replay the host stretched (every other call 3 ms here, whichever comes first): timed
-    # once more, it is short, and settles not at all.
+    # A short unit whose timed replay the host stretched (every other call 30 ms here, whichever comes first): timed
+    # once more, it is short, and settles not at all. (The threshold is 20 ms here, so that the loaded CI host's own
+    # preemptions of the 0.2 ms call, seen to reach 2 ms, do not stretch it past it.)
+    s_alt = Settings({**base, "settle_min_latency_s": 0.02})
     for first_slow in (True, False):
-        r = Timer(cpu, s, clock=_Clock(False)).run(_AlternatingUnit(0.003, 0.0002, first_slow))
+        r = Timer(cpu, s_alt, clock=_Clock(False)).run(_AlternatingUnit(0.03, 0.0002, first_slow))
         assert r["extra"]["settle_s"] == 0.0, (first_slow, r["extra"])
     # A plan without the fields (older plans, hand-made settings): no settle period.
     r = Timer(cpu, Settings({"warmup_s": 0.0, "min_time_s": 0.0, "max_time_s": 0.01, "min_reps": 2, "rel_ci": 1.0,
