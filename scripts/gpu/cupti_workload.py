@@ -1,8 +1,11 @@
 """A PyTorch transformer forward loop, for measuring what libdooly_cupti.so costs a real workload.
 
-Prints one JSON line: {"tag", "size", "iters", "seconds", "ms_per_iter"}. The timed part is
+Prints one JSON line: {"tag", "size", "iters", "seconds", "ms_per_iter", "block_ms"}. The timed part is
 `iters` forward passes (no grad, bf16) between two synchronizations, after a warm-up; with --nvtx each pass is an
-NVTX range (torch.cuda.nvtx), so the NVTX path is part of what is measured.
+NVTX range (torch.cuda.nvtx), so the NVTX path is part of what is measured. The passes are also timed in blocks of
+--block passes, each ended by a synchronization (block_ms: ms a pass in each block): the GPU VMs' hosts run at two
+speeds in stretches of seconds, so a whole run's mean mixes them, while the fastest blocks of a run see a quiet
+host, and a cost paid on every launch (CUPTI's, dooly's) is in every block.
   small: d_model 256, 4 heads, 4 layers, batch 8 x 128 tokens  -- many short kernels (launch-bound)
   large: d_model 2048, 16 heads, 8 layers, batch 8 x 1024 tokens -- long kernels (compute-bound)
 """
@@ -25,6 +28,7 @@ def main():
     p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--nvtx", action="store_true")
     p.add_argument("--tag", default="")
+    p.add_argument("--block", type=int, default=100, help="passes a timed block (0: no blocks)")
     a = p.parse_args()
     s = SIZES[a.size]
     layer = torch.nn.TransformerEncoderLayer(s["d"], s["heads"], 4 * s["d"], dropout=0.0, batch_first=True)
@@ -34,17 +38,23 @@ def main():
         for _ in range(a.warmup):
             model(x)
         torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(a.iters):
+        blocks = []
+        t0 = tb = time.perf_counter()
+        for i in range(a.iters):
             if a.nvtx:
                 torch.cuda.nvtx.range_push("forward")
             model(x)
             if a.nvtx:
                 torch.cuda.nvtx.range_pop()
+            if a.block and (i + 1) % a.block == 0:
+                torch.cuda.synchronize()
+                now = time.perf_counter()
+                blocks.append(1e3 * (now - tb) / a.block)
+                tb = now
         torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
     print(json.dumps({"tag": a.tag, "size": a.size, "iters": a.iters, "seconds": seconds,
-                      "ms_per_iter": 1e3 * seconds / a.iters}))
+                      "ms_per_iter": 1e3 * seconds / a.iters, "block_ms": [round(b, 5) for b in blocks]}))
 
 
 if __name__ == "__main__":
