@@ -5,12 +5,15 @@ Prints one JSON line: {"tag", "size", "iters", "seconds", "ms_per_iter", "block_
 NVTX range (torch.cuda.nvtx), so the NVTX path is part of what is measured. The passes are also timed in blocks of
 --block passes, each ended by a synchronization (block_ms: ms a pass in each block): the GPU VMs' hosts run at two
 speeds in stretches of seconds, so a whole run's mean mixes them, while the fastest blocks of a run see a quiet
-host, and a cost paid on every launch (CUPTI's, dooly's) is in every block.
+host, and a cost paid on every launch (CUPTI's, dooly's) is in every block. Each block's CPU time of the launching
+thread (block_cpu_ms, ms a pass) leaves out time the hypervisor took the vCPU away (steal, recorded over the
+run from /proc/stat for the cores the process may run on: steal_s): CUPTI's per-launch work runs in that thread.
   small: d_model 256, 4 heads, 4 layers, batch 8 x 128 tokens  -- many short kernels (launch-bound)
   large: d_model 2048, 16 heads, 8 layers, batch 8 x 1024 tokens -- long kernels (compute-bound)
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -19,6 +22,17 @@ SIZES = {
     "small": dict(d=256, heads=4, layers=4, batch=8, seq=128),
     "large": dict(d=2048, heads=16, layers=8, batch=8, seq=1024),
 }
+
+
+def steal_s():
+    """Seconds of steal over the cores this process may run on (/proc/stat, USER_HZ ticks); None where unreadable."""
+    try:
+        cores = {f"cpu{c}" for c in os.sched_getaffinity(0)}
+        with open("/proc/stat") as f:
+            rows = [line.split() for line in f if line.startswith("cpu")]
+        return sum(int(r[8]) for r in rows if r[0] in cores) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def main():
@@ -38,8 +52,10 @@ def main():
         for _ in range(a.warmup):
             model(x)
         torch.cuda.synchronize()
-        blocks = []
+        blocks, cpu = [], []
+        s0 = steal_s()
         t0 = tb = time.perf_counter()
+        cb = time.thread_time()
         for i in range(a.iters):
             if a.nvtx:
                 torch.cuda.nvtx.range_push("forward")
@@ -49,12 +65,17 @@ def main():
             if a.block and (i + 1) % a.block == 0:
                 torch.cuda.synchronize()
                 now = time.perf_counter()
+                c = time.thread_time()
                 blocks.append(1e3 * (now - tb) / a.block)
-                tb = now
+                cpu.append(1e3 * (c - cb) / a.block)
+                tb, cb = now, c
         torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
+        s1 = steal_s()
     print(json.dumps({"tag": a.tag, "size": a.size, "iters": a.iters, "seconds": seconds,
-                      "ms_per_iter": 1e3 * seconds / a.iters, "block_ms": [round(b, 5) for b in blocks]}))
+                      "ms_per_iter": 1e3 * seconds / a.iters, "block_ms": [round(b, 5) for b in blocks],
+                      "block_cpu_ms": [round(b, 5) for b in cpu],
+                      "steal_s": None if s0 is None or s1 is None else round(s1 - s0, 3)}))
 
 
 if __name__ == "__main__":

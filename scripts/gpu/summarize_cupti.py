@@ -74,6 +74,8 @@ def fast_blocks(block_ms):
 def overhead(folder):
     runs = {}
     fast = {}  # per size and mode: each run's fastest-decile block
+    cpu = {}  # the launching thread's CPU time a pass, each run's median block
+    steal = {}  # steal over the process's cores, seconds a second of the timed part
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
         try:
             with open(path) as f:
@@ -86,6 +88,10 @@ def overhead(folder):
         runs.setdefault(d["size"], {}).setdefault(d["tag"], []).append(d["ms_per_iter"])
         if d.get("block_ms"):
             fast.setdefault(d["size"], {}).setdefault(d["tag"], []).append(fast_blocks(d["block_ms"]))
+        if d.get("block_cpu_ms"):
+            cpu.setdefault(d["size"], {}).setdefault(d["tag"], []).append(statistics.median(d["block_cpu_ms"]))
+        if d.get("steal_s") is not None:
+            steal.setdefault(d["size"], {}).setdefault(d["tag"], []).append(d["steal_s"] / d["seconds"])
     summary = {}
     print(f"{'size':6} {'plain ms':>9} {'cupti ms':>9} {'dooly ms':>9} {'cupti %':>8} {'dooly %':>8} "
           f"{'dooly-cupti %':>14}  target {100 * TARGET:.0f} %")
@@ -122,6 +128,22 @@ def overhead(folder):
             for tag in sorted(set(q) - {"plain", "cupti", "dooly"}):
                 print(f"{'':6} {tag:>9} {q[tag]:9.3f} ms fast: {100 * (q[tag] / q['plain'] - 1):+.2f} % over plain, "
                       f"{100 * (q[tag] / q['cupti'] - 1):+.2f} % over CUPTI alone")
+        # CPU time of the launching thread: what the hypervisor took away is not in it.
+        c = {t: statistics.median(v) for t, v in cpu.get(size, {}).items()}
+        if {"plain", "cupti", "dooly"} <= c.keys():
+            summary[size]["thread_cpu_ms"] = c
+            summary[size]["thread_cpu_runs"] = {t: sorted(v) for t, v in cpu[size].items()}
+            print(f"{'  cpu':6} {c['plain']:9.3f} {c['cupti']:9.3f} {c['dooly']:9.3f} "
+                  f"{100 * (c['cupti'] / c['plain'] - 1):+8.2f} {100 * (c['dooly'] / c['plain'] - 1):+8.2f} "
+                  f"{100 * (c['dooly'] / c['cupti'] - 1):+14.2f}  (the launching thread's CPU time a pass, medians; "
+                  f"plain {min(cpu[size]['plain']):.3f}-{max(cpu[size]['plain']):.3f} ms)")
+            for tag in sorted(set(c) - {"plain", "cupti", "dooly"}):
+                print(f"{'':6} {tag:>9} {c[tag]:9.3f} ms cpu: {100 * (c[tag] / c['plain'] - 1):+.2f} % over plain, "
+                      f"{100 * (c[tag] / c['cupti'] - 1):+.2f} % over CUPTI alone")
+        if steal.get(size):
+            summary[size]["steal_per_s"] = {t: sorted(v) for t, v in steal[size].items()}
+            print("        steal over the run's cores, s a second: " + ", ".join(
+                f"{t} {min(v):.3f}-{max(v):.3f}" for t, v in sorted(steal[size].items())))
         for tag in sorted(set(med) - {"plain", "cupti", "dooly"}):  # the diagnostic modes
             summary[size][tag + "_overhead"] = med[tag] / med["plain"] - 1
             print(f"{'':6} {tag:>9} {med[tag]:9.3f} ms: {100 * (med[tag] / med['plain'] - 1):+.2f} % over plain, "
