@@ -75,6 +75,7 @@ def overhead(folder):
     runs = {}
     fast = {}  # per size and mode: each run's fastest-decile block
     cpu = {}  # the launching thread's CPU time a pass, each run's median block
+    instr = {}  # the launching thread's user-mode instructions a pass (where the VM has the counter)
     steal = {}  # steal over the process's cores, seconds a second of the timed part
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
         try:
@@ -90,6 +91,8 @@ def overhead(folder):
             fast.setdefault(d["size"], {}).setdefault(d["tag"], []).append(fast_blocks(d["block_ms"]))
         if d.get("block_cpu_ms"):
             cpu.setdefault(d["size"], {}).setdefault(d["tag"], []).append(statistics.median(d["block_cpu_ms"]))
+        if d.get("block_instr"):
+            instr.setdefault(d["size"], {}).setdefault(d["tag"], []).append(statistics.median(d["block_instr"]))
         if d.get("steal_s") is not None:
             steal.setdefault(d["size"], {}).setdefault(d["tag"], []).append(d["steal_s"] / d["seconds"])
     summary = {}
@@ -140,6 +143,14 @@ def overhead(folder):
             for tag in sorted(set(c) - {"plain", "cupti", "dooly"}):
                 print(f"{'':6} {tag:>9} {c[tag]:9.3f} ms cpu: {100 * (c[tag] / c['plain'] - 1):+.2f} % over plain, "
                       f"{100 * (c[tag] / c['cupti'] - 1):+.2f} % over CUPTI alone")
+        n = {t: statistics.median(v) for t, v in instr.get(size, {}).items()}
+        if {"plain", "cupti", "dooly"} <= n.keys():
+            summary[size]["thread_instructions"] = n
+            print(f"{'  instr':6} " + " ".join(f"{n[t] / 1e3:8.1f}k" for t in ("plain", "cupti", "dooly")) +
+                  f" {100 * (n['cupti'] / n['plain'] - 1):+8.2f} {100 * (n['dooly'] / n['plain'] - 1):+8.2f} "
+                  f"{100 * (n['dooly'] / n['cupti'] - 1):+14.2f}  (the launching thread's user instructions a pass, "
+                  "medians)" + "".join(f"; {t} {n[t] / 1e3:.1f}k ({100 * (n[t] / n['cupti'] - 1):+.2f} % over CUPTI)"
+                                       for t in sorted(set(n) - {"plain", "cupti", "dooly"})))
         if steal.get(size):
             summary[size]["steal_per_s"] = {t: sorted(v) for t, v in steal[size].items()}
             print("        steal over the run's cores, s a second: " + ", ".join(
