@@ -39,6 +39,9 @@ TEST(Grid, TheShippedDefaultParses) {
   EXPECT_DOUBLE_EQ(g.measure.settle_s, 0.5);
   EXPECT_DOUBLE_EQ(g.measure.settle_min_latency_s, 1e-3);
   EXPECT_DOUBLE_EQ(g.measure.capped_settle_s, 2.0);
+  // Carried over between a unit's points: the same 18 of 20 within 3 % as settling each point
+  // (docs/results/2026-12-05-h200-settle-carry-check.md).
+  EXPECT_DOUBLE_EQ(g.measure.settle_carry_gap_s, 0.5);
   // The input policy the H200 composition check chose (docs/results/2026-12-03-h200-issue11-session5.md).
   EXPECT_EQ(g.measure.inputs, "warm");
   EXPECT_EQ(measure_json(g.measure).at("inputs"), "warm");
