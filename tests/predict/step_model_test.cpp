@@ -343,6 +343,38 @@ TEST_F(StepModelTest, AutoMoeRoutingWithoutRoutingPointsIsUniform) {
   EXPECT_EQ(skewed_only.predict(parse_composition("16"), 15).device_s, uniform);
 }
 
+// Latency and energy are fitted apart; beyond the measured tokens their extensions disagree (here a latency flat at
+// 10 us and an energy that keeps growing, 110 to 509.6 W over the points). The step's energy is held to the power
+// the unit drew over its points, at the predicted latency; at a measured point it is the measurement.
+TEST_F(StepModelTest, EnergyStaysWithinThePowerTheUnitDrewOverItsPoints) {
+  const int64_t model = db.upsert_model({0, "tiny-flat", "llama", "LlamaForCausalLM", "cfg-flat"});
+  const int64_t op = db.upsert_signature(std::string(64, 'f'), "rms_norm", store::SignatureKind::op,
+                                         R"({"op":"flat"})", R"({"rule":"reduce"})")
+                         .id;
+  db.replace_occurrences(model, t.traced, std::vector<store::Occurrence>{{op, store::Phase::prefill, 2}});
+  auto power_w = [](double tok) { return 100 + 0.1 * tok; };
+  for (double tok = 1; tok <= 4096; tok *= 2) {
+    store::Measurement m = testing::tiny_point(op, t.measured, fmt::format(R"({{"NUM_TOKS":{}}})", tok), 10e-6);
+    m.energy_j = 10e-6 * power_w(tok);
+    db.insert_measurement(m);
+  }
+  StepModelOptions o = tiny("paged|sdpa[efficient]");
+  o.model = "tiny-flat";
+  const StepModel m = StepModel::load(db, o);
+  const StepCost inside = m.predict(parse_composition("1024"));
+  EXPECT_NEAR(inside.energy_j, 2 * 10e-6 * power_w(1024), 1e-9);
+  for (const char* far : {"100000", "40000,40000", "8192"}) {
+    const StepCost c = m.predict(parse_composition(far));
+    EXPECT_GT(c.extrapolated_terms, 0) << far;
+    EXPECT_NEAR(c.device_s, 2 * 10e-6, 1e-9) << far;
+    EXPECT_LE(c.energy_j, c.device_s * power_w(4096) * (1 + 1e-12)) << far;
+    EXPECT_GE(c.energy_j, c.device_s * power_w(1) * (1 - 1e-12)) << far;
+    EXPECT_NEAR(m.explain(parse_composition(far)).total.energy_j, c.energy_j, 1e-15) << far;
+  }
+  // Without the hold the energy's own extension would have run on (at 100,000 tokens, ~10 kW).
+  EXPECT_NEAR(m.predict(parse_composition("100000")).energy_j, 2 * 10e-6 * power_w(4096), 1e-9);
+}
+
 TEST(CompositionText, ParsesAndFormats) {
   const plan::Composition c = parse_composition("256, 8x1@1024,3@5");
   ASSERT_EQ(c.requests.size(), 10u);

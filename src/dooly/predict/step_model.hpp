@@ -139,6 +139,13 @@ class StepModel {
     std::optional<size_t> energy;
     std::array<uint8_t, max_quantities> slot{};  // the step quantity of each of the predictor's quantities
     std::optional<size_t> routing;               // index into routings_: a grouped GEMM under moe_routing
+    // The power the unit drew over its measured points with energy (joules / seconds per call): a term's energy is
+    // held to that range at its predicted latency (term_cost).
+    double power_lo_w = 0, power_hi_w = 0;
+  };
+  struct TermValue {  // a term's cost per call at a step
+    double seconds = 0, joules = 0;
+    bool outside = false;  // the latency outside its measured region
   };
   struct Group {  // a phase's terms over one tuple of step quantities
     std::vector<uint8_t> slots;
@@ -161,6 +168,8 @@ class StepModel {
                       const int64_t* values) const noexcept;
   // A term's latency (or energy) per call at the step's values, its routing scale applied.
   Prediction term_value(const Term& t, bool of_energy, const int64_t* values) const noexcept;
+  // Both, the energy held to the unit's measured power range (no energy without an energy predictor).
+  TermValue term_cost(const Term& t, const int64_t* values) const noexcept;
   void build_groups();
   void fill_table(const PhaseTerms& phase, Group& g) const;
   void add_group(const PhaseTerms& phase, const Group& g, const int64_t* values, StepCost& out) const noexcept;
