@@ -71,6 +71,23 @@ def fast_blocks(block_ms):
     return b[len(b) // 10]
 
 
+def view(into, label, per_mode, name, what, scale=1.0):
+    """One more view of the overheads: per mode, the median over runs of each run's figure (per_mode: mode -> the
+    runs' figures), printed as a row of the table and a line per diagnostic mode; kept in into[name] (the runs'
+    figures in into[name + "_runs"]). Nothing without plain, CUPTI alone and dooly."""
+    v = {t: statistics.median(x) for t, x in per_mode.items()}
+    if not {"plain", "cupti", "dooly"} <= v.keys():
+        return
+    into[name], into[name + "_runs"] = v, {t: sorted(x) for t, x in per_mode.items()}
+    pct = lambda a, b: 100 * (v[a] / v[b] - 1)  # noqa: E731
+    print(f"{label:6} {scale * v['plain']:9.3f} {scale * v['cupti']:9.3f} {scale * v['dooly']:9.3f} "
+          f"{pct('cupti', 'plain'):+8.2f} {pct('dooly', 'plain'):+8.2f} {pct('dooly', 'cupti'):+14.2f}  ({what}, "
+          f"medians; plain {scale * min(per_mode['plain']):.3f}-{scale * max(per_mode['plain']):.3f})")
+    for tag in sorted(set(v) - {"plain", "cupti", "dooly"}):
+        print(f"{'':6} {tag:>9} {scale * v[tag]:9.3f} {label.strip()}: {pct(tag, 'plain'):+.2f} % over plain, "
+              f"{pct(tag, 'cupti'):+.2f} % over CUPTI alone")
+
+
 def overhead(folder):
     runs = {}
     fast = {}  # per size and mode: each run's fastest-decile block
@@ -120,37 +137,11 @@ def overhead(folder):
               f"{100 * (low['dooly'] / low['cupti'] - 1):+14.2f}  (spread: plain {min(tags['plain']):.3f}-"
               f"{max(tags['plain']):.3f} ms over {len(tags['plain'])} runs)")
         # The host's slow stretches last seconds: each run's fastest tenth of its blocks, medians over runs.
-        q = {t: statistics.median(v) for t, v in fast.get(size, {}).items()}
-        if {"plain", "cupti", "dooly"} <= q.keys():
-            summary[size]["fast_block_ms"] = q
-            summary[size]["fast_block_runs"] = {t: sorted(v) for t, v in fast[size].items()}
-            print(f"{'  fast':6} {q['plain']:9.3f} {q['cupti']:9.3f} {q['dooly']:9.3f} "
-                  f"{100 * (q['cupti'] / q['plain'] - 1):+8.2f} {100 * (q['dooly'] / q['plain'] - 1):+8.2f} "
-                  f"{100 * (q['dooly'] / q['cupti'] - 1):+14.2f}  (each run's fastest tenth of its blocks, medians; "
-                  f"plain {min(fast[size]['plain']):.3f}-{max(fast[size]['plain']):.3f} ms)")
-            for tag in sorted(set(q) - {"plain", "cupti", "dooly"}):
-                print(f"{'':6} {tag:>9} {q[tag]:9.3f} ms fast: {100 * (q[tag] / q['plain'] - 1):+.2f} % over plain, "
-                      f"{100 * (q[tag] / q['cupti'] - 1):+.2f} % over CUPTI alone")
+        view(summary[size], "  fast", fast.get(size, {}), "fast_block_ms", "each run's fastest tenth of its blocks")
         # CPU time of the launching thread: what the hypervisor took away is not in it.
-        c = {t: statistics.median(v) for t, v in cpu.get(size, {}).items()}
-        if {"plain", "cupti", "dooly"} <= c.keys():
-            summary[size]["thread_cpu_ms"] = c
-            summary[size]["thread_cpu_runs"] = {t: sorted(v) for t, v in cpu[size].items()}
-            print(f"{'  cpu':6} {c['plain']:9.3f} {c['cupti']:9.3f} {c['dooly']:9.3f} "
-                  f"{100 * (c['cupti'] / c['plain'] - 1):+8.2f} {100 * (c['dooly'] / c['plain'] - 1):+8.2f} "
-                  f"{100 * (c['dooly'] / c['cupti'] - 1):+14.2f}  (the launching thread's CPU time a pass, medians; "
-                  f"plain {min(cpu[size]['plain']):.3f}-{max(cpu[size]['plain']):.3f} ms)")
-            for tag in sorted(set(c) - {"plain", "cupti", "dooly"}):
-                print(f"{'':6} {tag:>9} {c[tag]:9.3f} ms cpu: {100 * (c[tag] / c['plain'] - 1):+.2f} % over plain, "
-                      f"{100 * (c[tag] / c['cupti'] - 1):+.2f} % over CUPTI alone")
-        n = {t: statistics.median(v) for t, v in instr.get(size, {}).items()}
-        if {"plain", "cupti", "dooly"} <= n.keys():
-            summary[size]["thread_instructions"] = n
-            print(f"{'  instr':6} " + " ".join(f"{n[t] / 1e3:8.1f}k" for t in ("plain", "cupti", "dooly")) +
-                  f" {100 * (n['cupti'] / n['plain'] - 1):+8.2f} {100 * (n['dooly'] / n['plain'] - 1):+8.2f} "
-                  f"{100 * (n['dooly'] / n['cupti'] - 1):+14.2f}  (the launching thread's user instructions a pass, "
-                  "medians)" + "".join(f"; {t} {n[t] / 1e3:.1f}k ({100 * (n[t] / n['cupti'] - 1):+.2f} % over CUPTI)"
-                                       for t in sorted(set(n) - {"plain", "cupti", "dooly"})))
+        view(summary[size], "  cpu", cpu.get(size, {}), "thread_cpu_ms", "the launching thread's CPU time a pass")
+        view(summary[size], "  instr", instr.get(size, {}), "thread_instructions",
+             "the launching thread's user instructions a pass, thousands", scale=1e-3)
         if steal.get(size):
             summary[size]["steal_per_s"] = {t: sorted(v) for t, v in steal[size].items()}
             print("        steal over the run's cores, s a second: " + ", ".join(
