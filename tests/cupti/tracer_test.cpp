@@ -15,9 +15,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cupti/fake_nvtx.hpp"
 #include "dooly/common/clock.hpp"
 #include "dooly/cupti/kernel_names.hpp"
-#include "cupti/fake_nvtx.hpp"
 #include "dooly/energy/recording.hpp"
 #include "support/fake_session.hpp"
 #include "support/scoped_env.hpp"

@@ -348,8 +348,8 @@ TEST_F(StepModelTest, AutoMoeRoutingWithoutRoutingPointsIsUniform) {
 // the unit drew over its points, at the predicted latency; at a measured point it is the measurement.
 TEST_F(StepModelTest, EnergyStaysWithinThePowerTheUnitDrewOverItsPoints) {
   const int64_t model = db.upsert_model({0, "tiny-flat", "llama", "LlamaForCausalLM", "cfg-flat"});
-  const int64_t op = db.upsert_signature(std::string(64, 'f'), "rms_norm", store::SignatureKind::op,
-                                         R"({"op":"flat"})", R"({"rule":"reduce"})")
+  const int64_t op = db.upsert_signature(std::string(64, 'f'), "rms_norm", store::SignatureKind::op, R"({"op":"flat"})",
+                                         R"({"rule":"reduce"})")
                          .id;
   db.replace_occurrences(model, t.traced, std::vector<store::Occurrence>{{op, store::Phase::prefill, 2}});
   auto power_w = [](double tok) { return 100 + 0.1 * tok; };
