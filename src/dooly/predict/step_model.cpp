@@ -444,8 +444,10 @@ Prediction StepModel::term_value(const Term& t, bool of_energy, const int64_t* v
 
 // Latency and energy are fitted apart, and beyond the measured region their extensions need not agree: a decode
 // batch of 423 requests at 1,200 cached tokens a request (KV 2.6x the largest measured) had its attention priced at
-// 1,049 W on a 700 W board. A unit's power stays within what it drew over its points, so the energy is held to that
-// range at the predicted latency; inside the region, where both interpolate, the hold rarely moves it.
+// 1,049 W on a 700 W board. Inside the region too, two models chosen apart on scattered points (attention's) can
+// imply less power than the unit ever drew. A unit's power stays within what it drew over its points, so the energy
+// is held to that range at the predicted latency (against the live runs, energy per request came closer wherever
+// the hold moved it: docs/predict.md).
 StepModel::TermValue StepModel::term_cost(const Term& t, const int64_t* values) const noexcept {
   const Prediction s = term_value(t, false, values);
   TermValue out{s.value, 0.0, s.outside};
