@@ -168,6 +168,23 @@ def test_the_engine_settings_are_recorded(live):
     assert live["workload"]["spec"] == WORKLOAD and live["workload"]["n"] == 10
     assert live["run"]["setup"]["warmup_requests"] == 1
     assert live["_seconds"] < 60
+    # The board's state at the run's start and end: none for a CPU run.
+    assert live["power"]["gpu_state"] == {"start": {}, "end": {}}
+
+
+def test_a_cuda_run_records_the_boards_clock_and_temperature(monkeypatch, tmp_path):
+    """gpu_state asks nvidia-smi as the profiler does for every point (a fake one on PATH here)."""
+    from dooly.live.run import gpu_state
+
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho '1980, 41, 0x0000000000000000, GPU-0b4c'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert gpu_state("cuda:0") == {"sm_clock_mhz": 1980, "temperature_c": 41,
+                                   "throttle_reasons": "0x0000000000000000", "gpu_uuid": "GPU-0b4c"}
+    assert gpu_state("cpu") == {}
+    fake.write_text("#!/bin/sh\nexit 9\n")  # a failing nvidia-smi: no state, never an error
+    assert gpu_state("cuda") == {}
 
 
 # ------------------------------------------------------------------------------------------------ in process

@@ -59,6 +59,18 @@ def _r(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(x, digits)
 
 
+def gpu_state(device: str) -> dict:
+    """The board's SM clock, temperature, throttle reasons and UUID now, for a CUDA device (nvidia-smi's view, as the
+    profiler records them at every point: a run's energy can be set beside the points' at the same temperature);
+    {} for another device or where nvidia-smi is not there."""
+    if not device.startswith("cuda"):
+        return {}
+    import torch
+
+    from ..profile.measure import gpu_state as query
+    return query(torch.device(device))
+
+
 def run_live(opts: LiveOptions, log=lambda msg: print(msg, file=sys.stderr)) -> dict:
     """Runs the workload on the engine; returns the result document (version RESULT_VERSION). Raises EngineError /
     DriverError when the engine cannot serve; what went wrong but still gave data is listed in doc['problems']."""
@@ -107,6 +119,7 @@ def run_live(opts: LiveOptions, log=lambda msg: print(msg, file=sys.stderr)) -> 
         recorder = StepRecorder(bp, meter if meter else None)
         driver = Driver(manager, workload, vocab, seed=opts.seed, deadline_s=opts.deadline_s,
                         gate=recorder.intake)
+        board = {"start": gpu_state(opts.device)}
         with recorder:
             meter.start()
             manager.start()
@@ -119,13 +132,15 @@ def run_live(opts: LiveOptions, log=lambda msg: print(msg, file=sys.stderr)) -> 
             finally:
                 manager.stop(block=True, hard_stop=driver.aborted, keep_for_next_session=False)
                 report = meter.stop()
+        board["end"] = gpu_state(opts.device)
         wall_s = time.perf_counter() - t0
     finally:
         engine.close()
-    return _document(opts, workload, engine_doc, setup, records, recorder, meter, report, t0, wall_s, driver)
+    return _document(opts, workload, engine_doc, setup, records, recorder, meter, report, t0, wall_s, driver, board)
 
 
-def _document(opts, workload, engine_doc, setup, records, recorder, meter, report, t0, wall_s, driver) -> dict:
+def _document(opts, workload, engine_doc, setup, records, recorder, meter, report, t0, wall_s, driver,
+              board) -> dict:
     problems: list[str] = []
     if recorder.error is not None:
         problems.append(f"the step recorder failed in the engine's thread: {recorder.error!r}")
@@ -210,6 +225,7 @@ def _document(opts, workload, engine_doc, setup, records, recorder, meter, repor
     done = [r for r in requests if r["finished"]]
     duration_s = max((r["token_times_s"][-1] for r in done), default=0.0)
     power = meter.describe(opts.device)
+    power["gpu_state"] = board  # the board at the run's start and end (SM clock, temperature, throttle reasons)
     energy_totals = None
     if meter and report:
         sel = [c for c in power["channels"] if c["name"] in power["counted_channels"]]

@@ -84,7 +84,7 @@ def _ci_half_width(xs: list[float]) -> float:
     return 1.96 * statistics.stdev(xs) / math.sqrt(len(xs))
 
 
-def _gpu_state(device) -> dict:
+def gpu_state(device) -> dict:
     """SM clock, temperature, throttle reasons and the board's UUID now (nvidia-smi's view; empty when it is not
     there)."""
     import subprocess
@@ -166,7 +166,7 @@ class Timer:
         with self._region(region, WARM_SUFFIX):
             replay, graphed, per, (settled_s, held, carried) = self._warm_up(unit)
         if self.cuda and time.perf_counter() - self._last_state > self.state_every_s:
-            self._state = _gpu_state(self.device)
+            self._state = gpu_state(self.device)
             self._last_state = time.perf_counter()
         w0 = time.perf_counter()
         with self._region(region, ""):
