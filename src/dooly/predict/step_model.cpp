@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -54,7 +55,7 @@ std::string first_attempt_error(const std::string& attempts_json) {
 }
 
 // The power a unit drew over its measured points with energy, routing points included (joules / seconds per call):
-// lowest and highest; (0, 0) without such points.
+// lowest and highest; (0, infinity), which holds nothing, without such points.
 std::pair<double, double> power_range(const SignatureData& data) {
   double lo = INFINITY, hi = 0;
   auto add = [&](double seconds, const std::optional<double>& joules) {
@@ -64,7 +65,7 @@ std::pair<double, double> power_range(const SignatureData& data) {
   };
   for (const MeasuredPoint& p : data.points) add(p.latency_s, p.energy_j);
   for (const RoutedPoint& p : data.routed) add(p.latency_s, p.energy_j);
-  return hi > 0 ? std::make_pair(lo, hi) : std::make_pair(0.0, 0.0);
+  return hi > 0 ? std::make_pair(lo, hi) : std::make_pair(0.0, std::numeric_limits<double>::infinity());
 }
 
 }  // namespace
@@ -507,14 +508,14 @@ StepBreakdown StepModel::explain(const plan::Composition& c, int64_t padding_tok
   int64_t values[kMaxSlots];
   bind(c, padding_tokens, values);
   for (const Term& term : phase.terms) {
-    const TermValue c = term_cost(term, values);
+    const TermValue cost = term_cost(term, values);
     TermCost tc{term.signature_id,
                 term.name,
                 class_in_step(term.op_class, out.total.kind),
                 term.count,
-                term.count * c.seconds,
-                term.count * c.joules,
-                c.outside || fallback,
+                term.count * cost.seconds,
+                term.count * cost.joules,
+                cost.outside || fallback,
                 std::string(predictors_[term.latency].model().name())};
     ClassCost& cc = out.by_class[static_cast<size_t>(tc.op_class)];
     cc.device_s += tc.device_s;

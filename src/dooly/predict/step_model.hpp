@@ -24,6 +24,7 @@
 // a table over its integer values, built at load.
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -141,7 +142,7 @@ class StepModel {
     std::optional<size_t> routing;               // index into routings_: a grouped GEMM under moe_routing
     // The power the unit drew over its measured points with energy (joules / seconds per call): a term's energy is
     // held to that range at its predicted latency (term_cost).
-    double power_lo_w = 0, power_hi_w = 0;
+    double power_lo_w = 0, power_hi_w = std::numeric_limits<double>::infinity();
   };
   struct TermValue {  // a term's cost per call at a step
     double seconds = 0, joules = 0;
