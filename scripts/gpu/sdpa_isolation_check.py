@@ -1,7 +1,8 @@
 """Does the SDPA unit timed alone run as fast as the engine's SDPA at the same shape? (issue 12: at CUDA-graph padded
 decode shapes the unit alone and the engine's replays disagree both ways: Llama-3.1-8B's replays ran cuDNN's SDPA
 at 582-585 us a call where the unit measured 432 us at (T 64, KV 16,448); OLMoE's padded replays took less than the
-unit's 1,317 us at (64, 32,832) implies. docs/results/2026-12-05-h200-settle-carry-check.md section 3.)
+unit's 1,317 us at (64, 32,832) implies. First seen in docs/results/2026-12-04-h200-cudnn-sdpa-host-drift.md, which
+named the candidate differences tried here; docs/results/2026-12-05-h200-settle-carry-check.md section 3.)
 
 For each shape T x KV (query tokens x key/value tokens, one sequence of H heads of D) it times PyTorch's SDPA, cuDNN's
 kernel forced, as the profiler times a unit (10 calls captured in a CUDA graph, the graph replayed; microseconds a
@@ -13,6 +14,8 @@ over:
               dtype's lowest elsewhere, R requests splitting the KV evenly and padded query rows reading nothing
   blocks-eager the blocks variant launched eagerly, 10 calls between two synchronizations (no graph)
   q-strided   blocks, with q a [1, T, H, D] tensor transposed to [1, H, T, D] (a projection's view)
+  fresh-kv    blocks, each call reading another of 4 copies of k and v (the engine's are new every layer; the
+              unit's are made once and reused by every repetition)
   no-mask     q, k, v only (SDPA without a mask: the unmasked kernel's floor)
 Prints one line per (shape, variant) and, with --json, writes them.
 
@@ -24,6 +27,7 @@ Prints one line per (shape, variant) and, with --json, writes them.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import time
@@ -115,11 +119,16 @@ def main():
     rows = []
     gen = torch.Generator(device=a.device).manual_seed(1)
     for t, kv in shapes:
-        for variant in ("unit", "blocks", "blocks-eager", "q-strided", "no-mask"):
-            q, k, v, mask = inputs(t, kv, a.heads, a.dim, a.requests, variant.replace("-eager", ""), a.device, gen)
+        for variant in ("unit", "blocks", "blocks-eager", "q-strided", "fresh-kv", "no-mask"):
+            base = {"blocks-eager": "blocks", "fresh-kv": "blocks"}.get(variant, variant)
+            q, k, v, mask = inputs(t, kv, a.heads, a.dim, a.requests, base, a.device, gen)
+            copies = [(k, v)] + ([(torch.randn_like(k), torch.randn_like(v)) for _ in range(3)]
+                                 if variant == "fresh-kv" else [])
+            turn = itertools.cycle(copies)  # a CUDA graph captures each call's copy; its replays read them in turn
 
             def fn():
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                kk, vv = next(turn)
+                return torch.nn.functional.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
             try:
                 if ctx is not None:
                     with ctx:
@@ -132,7 +141,7 @@ def main():
             rows.append({"T": t, "KV": kv, "heads": a.heads, "dim": a.dim, "variant": variant, "us_per_call": us,
                          "error": err})
             print(f"T {t:5d} KV {kv:6d} H {a.heads:3d}  {variant:13s} {us:10.1f} us/call  {err}", flush=True)
-            del q, k, v, mask
+            del q, k, v, mask, copies
         if a.device == "cuda":
             torch.cuda.empty_cache()
     if a.json:
