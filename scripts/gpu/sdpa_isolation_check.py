@@ -112,10 +112,10 @@ def main():
     shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
     if a.device != "cuda":
         shapes = [(4, 40)]
-    ctx = None
+    ctx = None  # a factory: sdpa_kernel's context manager is single-use, so each variant enters a fresh one
     if a.device == "cuda":
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        ctx = sdpa_kernel(SDPBackend.CUDNN_ATTENTION)
+        ctx = lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)  # noqa: E731
     rows = []
     gen = torch.Generator(device=a.device).manual_seed(1)
     for t, kv in shapes:
@@ -131,7 +131,7 @@ def main():
                 return torch.nn.functional.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
             try:
                 if ctx is not None:
-                    with ctx:
+                    with ctx():
                         us = time_calls(fn, a.device, a.replays, graphed=not variant.endswith("eager"))
                 else:
                     us = time_calls(fn, a.device, a.replays, graphed=False)
