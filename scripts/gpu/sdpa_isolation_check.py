@@ -80,8 +80,8 @@ def engine_path(t, kv, heads, kv_heads, dim, requests, layers, gen, block=256):
     """The engine's attention path for one padded step, `layers` times: a function of no arguments."""
     dt = torch.bfloat16
     pages = 1024 * block
-    caches = [(torch.randn(pages, kv_heads, dim, dtype=dt, device="cuda", generator=gen),
-               torch.randn(pages, kv_heads, dim, dtype=dt, device="cuda", generator=gen)) for _ in range(min(layers, 4))]
+    caches = [tuple(torch.randn(pages, kv_heads, dim, dtype=dt, device="cuda", generator=gen) for _ in "kv")
+              for _ in range(min(layers, 4))]
     caches = [caches[i % len(caches)] for i in range(layers)]  # 4 caches of >= 1 GiB each: none stays in L2
     blocks = torch.randperm(pages // block, device="cuda", generator=gen)[: -(-kv // block)]
     read = (blocks[:, None] * block + torch.arange(block, device="cuda")).reshape(-1)[:kv]
