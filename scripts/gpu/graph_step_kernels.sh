@@ -8,6 +8,9 @@
 #
 #   scripts/gpu/graph_step_kernels.sh                   (carry .deps; ~40 s a run, mostly loading)
 #   MODEL=llama-3.1-8b GRAPHS="on off" BATCHES="8 32" PROMPT=32 OUTPUT=128 scripts/gpu/graph_step_kernels.sh
+#   OUTPUTS="64 128" ...   runs each (graphs, batch) at each output length, named <run>__out-N: step_kernels.py
+#                          differences them into the kernels of the added steps alone (the engine's start-up
+#                          warm-up at its largest shapes cancels)
 #
 # $OUT gets step-kernels.tgz: <model>__graphs-<g>__batch-<b>.{json.gz,cupti.json,log} and env.txt.
 set -uo pipefail
@@ -20,6 +23,7 @@ GRAPHS=${GRAPHS:-"on off"}
 BATCHES=${BATCHES:-"8 32"}
 PROMPT=${PROMPT:-32}
 OUTPUT=${OUTPUT:-128}
+OUTPUTS=${OUTPUTS:-$OUTPUT}
 RES=/tmp/dooly-step-kernels; rm -rf "$RES"; mkdir -p "$RES"
 stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 core=${CORE:-/tmp/dooly-core}
@@ -34,16 +38,19 @@ export PYTHONPATH="$ROOT/python:$core" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANS
 } 2>&1 | tee "$RES/env.txt"
 for g in $GRAPHS; do
   for b in $BATCHES; do
+   for o in $OUTPUTS; do
     name="${MODEL}__graphs-${g}__batch-${b}"
+    [ "$OUTPUTS" = "$OUTPUT" ] || name="${name}__out-${o}"
     stamp "$name"
     # All requests at t=0 (rate far above the engine's): the steps after the first prefills decode b requests.
-    spec="poisson:rate=10000,n=$b,prompt=uniform:$PROMPT:$PROMPT,output=uniform:$OUTPUT:$OUTPUT,seed=1"
+    spec="poisson:rate=10000,n=$b,prompt=uniform:$PROMPT:$PROMPT,output=uniform:$o:$o,seed=1"
     CUDA_INJECTION64_PATH="$LIB" DOOLY_OUTPUT="$RES/$name.cupti" DOOLY_TABLE=0 DOOLY_CUPTI_NVTX=0 \
       timeout 300 python3 -m dooly.live --model "$MODEL" --cuda-graphs "$g" --block-size 256 --num-blocks 1024 \
       --max-batch-tokens 2048 --max-batch-requests 64 --warmup 0 --deadline-s 120 --workload "$spec" \
       --out "$RES/$name.json" > "$RES/$name.log" 2>&1
     echo "exit $?"; tail -3 "$RES/$name.log"
     [ -f "$RES/$name.json" ] && gzip -f "$RES/$name.json"
+   done
   done
 done
 rm -f "$RES"/*.cupti.csv
