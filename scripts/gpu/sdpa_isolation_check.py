@@ -22,6 +22,8 @@ over:
   engine      the engine's whole attention path, LAYERS layers in one graph (integrations/sdpa_paged.py): gather
               the KV from a paged cache [num_pages, KV_HEADS, D] by a read index of whole blocks, transpose,
               repeat_kv to the query's heads, contiguous, SDPA with the mask-wide mask; us/call is per layer
+  row-N       blocks, the mask's rows N elements apart (--mask-rows N,M,...: the layouts a trace's strides carry
+              to other shapes, dooly_core.strides_at, against the engine's fixed-width buffer)
 Every variant also reports the attention kernel's own device time and name (torch.profiler over a few replays) and
 the SM clock and board power during its replays (nvidia-smi sampled every 50 ms).
 Prints one line per (shape, variant) and, with --json, writes them.
@@ -46,7 +48,7 @@ import torch
 
 def make_mask(t, kv, requests, dtype, device, kind, gen, row=0):
     """A [1, 1, T, KV] view into a [1, 1, T, row or KV + 16] buffer (the traced layout: a view of a wider mask)."""
-    buf = torch.empty(1, 1, t, max(row, kv + 16), dtype=dtype, device=device)
+    buf = torch.empty(1, 1, t, row if row >= kv else kv + 16, dtype=dtype, device=device)
     mask = buf[..., :kv]
     if kind == "random":
         mask.copy_(torch.randn(1, 1, t, kv, dtype=dtype, device=device, generator=gen))
@@ -69,6 +71,8 @@ def inputs(t, kv, heads, dim, requests, variant, device, gen):
     if variant == "no-mask":
         return q, k, v, None
     row = ENGINE_MASK_ROW if variant == "mask-wide" and device == "cuda" else 0
+    if variant.startswith("row-"):
+        row = int(variant[4:])
     return q, k, v, make_mask(t, kv, requests, dt, device, "random" if variant == "unit" else "blocks", gen, row)
 
 
@@ -205,11 +209,12 @@ def main():
     ap.add_argument("--requests", type=int, default=32, help="requests the blocks mask splits the KV among")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--variants", default="unit,blocks,blocks-eager,q-strided,fresh-kv,no-mask,mask-wide,engine")
+    ap.add_argument("--mask-rows", default="", help="comma-separated row strides: one row-N variant each")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
-    variants = a.variants.split(",")
+    variants = a.variants.split(",") + [f"row-{n}" for n in a.mask_rows.split(",") if n]
     if a.device != "cuda":
         shapes = [(4, 40)]
         variants = [v for v in variants if v not in ("engine", "mask-wide")]
