@@ -238,11 +238,12 @@ PYBIND11_MODULE(dooly_core, m) {
   m.def(
       "strides_at",
       [](const std::vector<int64_t>& traced_sizes, const std::vector<int64_t>& strides, int64_t offset,
-         const std::vector<int64_t>& sizes) {
-        const trace::StridesAt a = trace::strides_at(traced_sizes, trace::Layout{strides, offset}, sizes);
+         const std::vector<int64_t>& sizes, const std::vector<bool>& swept) {
+        const trace::StridesAt a = trace::strides_at(traced_sizes, trace::Layout{strides, offset}, sizes, swept);
         return py::make_tuple(a.strides, a.offset, a.storage_elements);
       },
       py::arg("traced_sizes"), py::arg("strides"), py::arg("offset"), py::arg("sizes"),
+      py::arg("swept") = std::vector<bool>{},
       "(strides, offset, storage elements) of a traced layout carried to new sizes (dooly::trace::strides_at).");
   m.def(
       "grid_measure",

@@ -58,14 +58,39 @@ TEST(Layout, InnerStrideAndOffsetAlignmentAreHashed) {
   EXPECT_EQ(layout_token({3, 8}, Layout{{2, 1}, 0}, 4), "0o1;a16");
 }
 
-TEST(Layout, GapsScaleWithTheDimInsideThem) {
-  // A slice of the first T of L rows of a cache [H, L, D] -> [H, T, D]: the head pitch L*D scales with T'/T.
+TEST(Layout, AGapAroundASweptDimIsAStaticBufferRowRebuiltAligned) {
+  // A slice of the first T of L rows of a cache [H, L, D] -> [H, T, D]: the head pitch keeps the traced room beyond
+  // the T rows read, (L - T) * D, rounded up to kBufferRowAlign elements.
   const Layout l{{100 * 8, 8, 1}, 0};
   const StridesAt at = strides_at({2, 10, 8}, l, {2, 20, 8});
-  EXPECT_EQ(at.strides, (V{1600, 8, 1}));
+  EXPECT_EQ(at.strides, (V{896, 8, 1}));  // 20 * 8 + 720 = 880, up to 896
   const StridesAt down = strides_at({2, 10, 8}, l, {2, 1, 8});
-  EXPECT_EQ(down.strides, (V{80, 8, 1}));
+  EXPECT_EQ(down.strides, (V{768, 8, 1}));  // 8 + 720 = 728, up to 768
   EXPECT_EQ(strides_at({2, 10, 8}, l, {2, 0, 8}).storage_elements, 0);  // an empty view needs no storage
+}
+
+TEST(Layout, TheEngineMaskKeepsItsPagesOfRoomOnAlignedRows) {
+  // HF continuous batching's mask: a [1, 1, T, KV] view of a [1, 1, max_batch_tokens, num_pages + max_batch_tokens]
+  // buffer, traced with 331 blocks of 256 and max_batch_tokens 521 (rows 85,257 apart: odd, not 16-byte aligned).
+  const Layout l{{44418897, 44418897, 85257, 1}, 0};
+  const std::vector<bool> swept{false, false, true, true};  // NUM_TOKS, KV_TOKS
+  // A decode replay's padded shape: 64 queries over 16,448 keys, rows 16,448 + 84,736 pages apart.
+  const StridesAt at = strides_at({1, 1, 521, 521}, l, {1, 1, 64, 16448}, swept);
+  EXPECT_EQ(at.strides[2], 16448 + 84736);
+  EXPECT_EQ(at.strides[2] % kBufferRowAlign, 0);
+  EXPECT_EQ(at.storage_elements, 63 * (16448 + 84736) + 16448);
+  // At the traced sizes themselves the labels say the rows are a buffer's: aligned too.
+  EXPECT_EQ(strides_at({1, 1, 521, 521}, l, {1, 1, 521, 521}, swept).strides[2], 85312);
+  // Without labels only a changed size counts as swept: the traced point keeps the traced stride.
+  EXPECT_EQ(strides_at({1, 1, 521, 521}, l, {1, 1, 521, 521}).strides[2], 85257);
+}
+
+TEST(Layout, AGapWithNothingSweptInsideKeepsItsTracedStride) {
+  // k = qkv[:, HD:2HD] with T swept and HD fixed: the fused row pitch is the model's, not a buffer's.
+  const int64_t HD = 200;
+  const Layout l{{3 * HD + 4, 1}, HD};
+  EXPECT_EQ(strides_at({5, HD}, l, {300, HD}, {true, false}).strides, (V{3 * HD + 4, 1}));
+  EXPECT_THROW(strides_at({5, HD}, l, {300, HD}, {true}), InputError);  // one flag a dim
 }
 
 TEST(Layout, BadRecordsAreInputErrors) {

@@ -159,9 +159,11 @@ def make_tensor(info: dict, shape: list[int], device, gen, op: dict | None = Non
 
 
 def layout_at(info: dict, shape: list[int]) -> tuple[list[int], int, int]:
-    """(strides, offset, storage elements) of a recorded layout carried to `shape` (dooly::trace::strides_at)."""
+    """(strides, offset, storage elements) of a recorded layout carried to `shape` (dooly::trace::strides_at; a dim
+    is swept when its label follows the step: a gap around one is a static buffer's row, rebuilt aligned)."""
     traced = [int(d["v"]) for d in info["shape"]]
-    return dooly_core.strides_at(traced, info["strides"], int(info.get("offset", 0)), list(shape))
+    swept = [isinstance(d, dict) and d.get("k") not in _FIXED_KINDS for d in info["shape"]]
+    return dooly_core.strides_at(traced, info["strides"], int(info.get("offset", 0)), list(shape), swept)
 
 
 def _values(info: dict, shape: list[int], device, gen, op: dict | None = None, k: int = 0,

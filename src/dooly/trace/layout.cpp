@@ -73,25 +73,36 @@ std::string layout_token(const std::vector<int64_t>& sizes, const Layout& l, int
   return token;
 }
 
-StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& l, const std::vector<int64_t>& sizes) {
+StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& l, const std::vector<int64_t>& sizes,
+                     const std::vector<bool>& swept) {
   check(traced_sizes, l);
   if (sizes.size() != traced_sizes.size())
     DOOLY_THROW(InputError, kFix, "a tensor of rank {} was asked for at rank {}", traced_sizes.size(), sizes.size());
+  if (!swept.empty() && swept.size() != sizes.size())
+    DOOLY_THROW(InputError, kFix, "a tensor of rank {} has {} swept flags", sizes.size(), swept.size());
+  const auto is_swept = [&](size_t d) { return swept.empty() ? sizes[d] != traced_sizes[d] : bool(swept[d]); };
   StridesAt out;
   out.strides.assign(sizes.size(), 0);
   out.offset = l.offset;
   const std::vector<size_t> dims = ordered_dims(traced_sizes, l);
+  bool swept_inside = false;  // a swept dim among dims[k + 1 ...]
   for (size_t k = dims.size(); k-- > 0;) {
     const size_t d = dims[k];
     if (k + 1 == dims.size()) {
       out.strides[d] = l.strides[d];
+      swept_inside = is_swept(d);
       continue;
     }
     const size_t in = dims[k + 1];
     const Wide old_extent = static_cast<Wide>(l.strides[in]) * traced_sizes[in];
     const Wide new_extent = static_cast<Wide>(out.strides[in]) * std::max<int64_t>(sizes[in], 1);
-    const Wide scaled = (static_cast<Wide>(l.strides[d]) * new_extent + old_extent - 1) / old_extent;
-    out.strides[d] = checked(std::max<Wide>(scaled, 1), "stride");
+    Wide stride = (static_cast<Wide>(l.strides[d]) * new_extent + old_extent - 1) / old_extent;
+    if (l.strides[d] > old_extent && swept_inside) {  // a static buffer's rows: the traced room, rounded up
+      stride = new_extent + (l.strides[d] - old_extent);
+      stride = (stride + kBufferRowAlign - 1) / kBufferRowAlign * kBufferRowAlign;
+    }
+    out.strides[d] = checked(std::max<Wide>(stride, 1), "stride");
+    swept_inside = swept_inside || is_swept(d);
   }
   // Dims of size 1 in the trace: outermost, innermost of them first, each packed outside what is inside it.
   int64_t span = 1;

@@ -31,10 +31,20 @@ struct StridesAt {
   int64_t storage_elements = 0;  // the storage the view needs: offset + the furthest element + 1
 };
 
+// Rows of a static buffer the engine sized are rebuilt a multiple of this many elements apart (see strides_at).
+inline constexpr int64_t kBufferRowAlign = 64;
+
 // The traced layout carried to new sizes of the same rank: stride-0 dims stay broadcast; the innermost stride is
-// kept; each outer stride scales with the extent of the dim inside it (packed stays packed, a gap grows in
-// proportion); dims of size 1 in the trace (whose stride means nothing) go outermost; the offset is kept (and with
-// it the alignment). Throws InputError on a rank mismatch or a result beyond int64.
-StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& layout, const std::vector<int64_t>& sizes);
+// kept; each outer stride scales with the extent of the dims inside it (packed stays packed); dims of size 1 in the
+// trace (whose stride means nothing) go outermost; the offset is kept (and with it the alignment).
+// A gap with a swept dim inside it (`swept[d]`: dim d's size follows the sweep point, NUM_TOKS / NUM_REQS / MIX; when
+// `swept` is empty, the dims whose size differs from the trace's) is the rest of a static buffer the engine sized,
+// like HF's attention-mask rows, num_pages + max_batch_tokens wide: it keeps the traced room beyond what is read,
+// and its stride is rounded up to a multiple of kBufferRowAlign elements, as engines size such buffers in round
+// numbers where a trace's sizes are odd on purpose (docs/dooly-tracing.md, "Layouts": cuDNN's SDPA runs 1.7x slower
+// on mask rows not 16-byte aligned). A gap with nothing swept inside (a slice of a fused projection) keeps its
+// traced stride. Throws InputError on a rank mismatch or a result beyond int64.
+StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& layout, const std::vector<int64_t>& sizes,
+                     const std::vector<bool>& swept = {});
 
 }  // namespace dooly::trace
