@@ -22,6 +22,8 @@ over:
   engine      the engine's whole attention path, LAYERS layers in one graph (integrations/sdpa_paged.py): gather
               the KV from a paged cache [num_pages, KV_HEADS, D] by a read index of whole blocks, transpose,
               repeat_kv to the query's heads, contiguous, SDPA with the mask-wide mask; us/call is per layer
+  dooly       the unit's q, k, v with the mask dooly's profiler builds (dooly.profile.units.make_tensor) from the
+              first SDPA op of --trace at the shape: the unit builder's layout rule itself (needs dooly_core)
   row-N       blocks, the mask's rows N elements apart (--mask-rows N,M,...: the layouts a trace's strides carry
               to other shapes, dooly_core.strides_at, against the engine's fixed-width buffer)
 Every variant also reports the attention kernel's own device time and name (torch.profiler over a few replays) and
@@ -199,6 +201,21 @@ def time_calls(fn, device, replays, graphed, calls=10):
             "sm_clock_mhz": clk.clock, "power_w": clk.power}
 
 
+def first_sdpa(path):
+    """The first scaled_dot_product_attention op of a trace with a mask (4 tensor inputs)."""
+    with open(path) as f:
+        stack = [json.load(f)]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if x.get("op") == "scaled_dot_product_attention" and len(x.get("inputs", [])) >= 4:
+                return x
+            stack.extend(reversed(list(x.values())))
+        elif isinstance(x, list):
+            stack.extend(reversed(x))
+    raise SystemExit(f"{path}: no scaled_dot_product_attention op with a mask")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--heads", type=int, default=32)
@@ -209,12 +226,17 @@ def main():
     ap.add_argument("--requests", type=int, default=32, help="requests the blocks mask splits the KV among")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--variants", default="unit,blocks,blocks-eager,q-strided,fresh-kv,no-mask,mask-wide,engine")
+    ap.add_argument("--trace", default="", help="a trace whose first SDPA op the dooly variant rebuilds")
     ap.add_argument("--mask-rows", default="", help="comma-separated row strides: one row-N variant each")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
     variants = a.variants.split(",") + [f"row-{n}" for n in a.mask_rows.split(",") if n]
+    traced = None
+    if a.trace:
+        variants.append("dooly")
+        traced = first_sdpa(a.trace)
     if a.device != "cuda":
         shapes = [(4, 40)]
         variants = [v for v in variants if v not in ("engine", "mask-wide")]
@@ -230,6 +252,14 @@ def main():
             if variant == "engine":
                 fn = engine_path(t, kv, a.heads, a.kv_heads, a.dim, a.requests, a.layers, gen)
                 calls, replays, held = 1, max(3, a.replays // a.layers), ()
+            elif variant == "dooly":
+                from dooly.profile.units import make_tensor, shape_at
+                mask_info = traced["inputs"][3]
+                held = list(inputs(t, kv, a.heads, a.dim, a.requests, "no-mask", a.device, gen)[:3])
+                held.append(make_tensor(mask_info, shape_at(mask_info, {"NUM_TOKS": t, "KV_TOKS": kv}), a.device, gen))
+
+                def fn(held=held):
+                    return torch.nn.functional.scaled_dot_product_attention(*held[:3], attn_mask=held[3])
             else:
                 base = {"blocks-eager": "blocks", "fresh-kv": "blocks"}.get(variant, variant)
                 q, k, v, mask = inputs(t, kv, a.heads, a.dim, a.requests, base, a.device, gen)
@@ -252,6 +282,8 @@ def main():
                 r, err = {"us_per_call": float("nan")}, str(e).splitlines()[0][:120]
             if variant == "engine":
                 r["us_per_call"] /= a.layers
+            if variant == "dooly":
+                r["mask_strides"] = list(held[3].stride())
             rows.append({"T": t, "KV": kv, "heads": a.heads, "kv_heads": a.kv_heads, "dim": a.dim,
                          "variant": variant, **r, "error": err})
             extra = ""
