@@ -189,6 +189,16 @@ TEST(HfEngine, ResolvesLikeTheEngine) {
   EXPECT_EQ(e.cache().groups().sliding, 1);
 }
 
+// The mask buffer's rows are num_blocks x block_size + max_batch_tokens wide: a caution when not 16-byte aligned.
+TEST(HfEngine, CautionsAboutMaskRowsThatAreNotSixteenByteAligned) {
+  Stepper odd("hf", hf_config(521, 331), tiny("llama-3.1-8b"), {{40, 4}});
+  const std::vector<std::string> c = odd.engine().cautions();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].find("85257 elements"), std::string::npos) << c[0];  // 331 x 256 + 521
+  EXPECT_TRUE(Stepper("hf", hf_config(2048, 1024), tiny("llama-3.1-8b"), {{40, 4}}).engine().cautions().empty());
+  EXPECT_TRUE(Stepper("hf", hf_config(8, 331), tiny("llama-3.1-8b"), {{4, 4}}).engine().cautions().empty());
+}
+
 TEST(HfEngine, RefusesWhatTheEngineWouldRefuse) {
   EXPECT_THROW(Stepper("hf", hf_config(64, 10, 2), tiny("llama-3.1-8b"), {}), InputError);  // block size < 4
   EngineConfig flash;

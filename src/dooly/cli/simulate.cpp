@@ -49,6 +49,7 @@ void run_simulate(const cli::SimFlags& flags) {
     if (!path->empty()) sim::check_writable(*path);
   if (!config.plot.empty()) sim::check_writable(config.plot + "-latency.png");
   const std::unique_ptr<sim::Simulation> s = sim::prepare(config, cli::models_dir(config.model));
+  for (const std::string& c : s->engine->cautions()) std::fprintf(stderr, "dooly simulate: caution: %s\n", c.c_str());
   sim::ResultWriter out(config.out, *s);  // the steps are streamed into it as they happen
   const sim::SimResult r = sim::run(*s, &out, /*keep_steps=*/!config.plot.empty());
   out.finish(*s, r);

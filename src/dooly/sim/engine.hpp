@@ -57,6 +57,9 @@ class Engine {
   virtual bool has_pending() const = 0;
   // The configuration the engine resolved (cache blocks, token budget, ...), for the result file.
   virtual nlohmann::json resolved() const = 0;
+  // What the store's prices are known to miss under this configuration, one sentence each (the result file's
+  // "cautions", and the terminal). None by default.
+  virtual std::vector<std::string> cautions() const { return {}; }
   // What a real engine keeps from requests it served before this run, taken from a model of the same kind that
   // served them (`--warmup-requests`): HF's captured CUDA graphs. Nothing by default (vLLM captures at start-up).
   virtual void carry_over(const Engine& warmed) { (void)warmed; }

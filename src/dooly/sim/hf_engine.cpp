@@ -204,6 +204,19 @@ nlohmann::json HfEngine::resolved() const {
           {"kv_padding", config_.kv_padding}};
 }
 
+std::vector<std::string> HfEngine::cautions() const {
+  // Both modelled attentions read a mask: a view of a buffer whose rows are num_pages + max_batch_tokens wide
+  // (transformers 5.17, ContinuousBatchingIOs). The profiler measures attention on 128-byte-aligned rows
+  // (docs/dooly-tracing.md, "Layouts"); cuDNN's SDPA reads rows that are not 16-byte aligned 1.7x slower.
+  const int64_t row = cache_->num_blocks() * cache_->block_size() + max_batch_tokens_;
+  if (row * config_.dtype_bytes() % 16 == 0) return {};
+  return {fmt::format(
+      "the engine's attention-mask rows (num_blocks x block_size + max_batch_tokens = {} elements) are not 16-byte "
+      "aligned: cuDNN's SDPA ran 1.7x slower on such rows than on the aligned rows the store's units were measured "
+      "on (docs/simulate.md, \"Cautions\"); a max_batch_tokens that makes the sum a multiple of 64 avoids it",
+      row)};
+}
+
 std::unique_ptr<Engine> make_hf_engine(const EngineContext& ctx) { return std::make_unique<HfEngine>(ctx); }
 
 }  // namespace dooly::sim

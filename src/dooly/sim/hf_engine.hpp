@@ -37,6 +37,8 @@ class HfEngine final : public Engine {
   void complete(std::vector<int32_t>& finished) override;
   bool has_pending() const override { return !inbox_.empty() || scheduler_->has_pending(); }
   nlohmann::json resolved() const override;
+  // Mask rows that are not 16-byte aligned (num_blocks x block_size + max_batch_tokens elements wide).
+  std::vector<std::string> cautions() const override;
   void carry_over(const Engine& warmed) override;
 
   const HfCache& cache() const { return *cache_; }

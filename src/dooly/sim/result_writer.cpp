@@ -134,7 +134,8 @@ nlohmann::ordered_json head_json(const Simulation& sim) {
             {"idle_power_w", c.engine.gpu.idle_power_w}}},
           {"model", model_json(sim.model)},
           {"engine", sim.engine->resolved()},
-          {"cost_model", sim.cost->describe()}};
+          {"cost_model", sim.cost->describe()},
+          {"cautions", sim.engine->cautions()}};
 }
 
 void write_requests(Sink& out, const Simulation& sim) {
