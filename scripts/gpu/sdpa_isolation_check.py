@@ -1,8 +1,8 @@
-"""Does the SDPA unit timed alone run as fast as the engine's SDPA at the same shape? (issue 12: at CUDA-graph padded
-decode shapes the unit alone and the engine's replays disagree both ways: Llama-3.1-8B's replays ran cuDNN's SDPA
-at 582-585 us a call where the unit measured 432 us at (T 64, KV 16,448); OLMoE's padded replays took less than the
-unit's 1,317 us at (64, 32,832) implies. First seen in docs/results/2026-12-04-h200-cudnn-sdpa-host-drift.md, which
-named the candidate differences tried here; docs/results/2026-12-05-h200-settle-carry-check.md section 3.)
+"""Does the SDPA unit timed alone run as fast as the engine's SDPA at the same shape? (issue 12: the H200 store's
+unit and the engine's CUDA-graph replays disagreed at padded decode shapes. The answer, on an H100: the replays'
+582-585 us a call was the engine's start-up warm-up averaged in, and the unit's gap was the mask's row stride,
+which cuDNN reads 1.13x slower when rows are 16-byte aligned only and 1.7x slower when they are not:
+docs/results/2026-12-05-sdpa-mask-rows.md.)
 
 For each shape T x KV (query tokens x key/value tokens, one sequence of H heads of D) it times PyTorch's SDPA, cuDNN's
 kernel forced, as the profiler times a unit (10 calls captured in a CUDA graph, the graph replayed; microseconds a
