@@ -24,6 +24,7 @@ BATCHES=${BATCHES:-"8 32"}
 PROMPT=${PROMPT:-32}
 OUTPUT=${OUTPUT:-128}
 OUTPUTS=${OUTPUTS:-$OUTPUT}
+MBTS=${MBTS:-2048}  # max_batch_tokens values (the mask rows are 1,024 x 256 + it wide: 2049 makes them unaligned)
 RES=/tmp/dooly-step-kernels; rm -rf "$RES"; mkdir -p "$RES"
 stamp() { echo "== [$(( $(date +%s) - T0 )) s] $*"; }
 core=${CORE:-/tmp/dooly-core}
@@ -38,19 +39,20 @@ export PYTHONPATH="$ROOT/python:$core" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANS
 } 2>&1 | tee "$RES/env.txt"
 for g in $GRAPHS; do
   for b in $BATCHES; do
-   for o in $OUTPUTS; do
+   for mbt in $MBTS; do for o in $OUTPUTS; do
     name="${MODEL}__graphs-${g}__batch-${b}"
+    [ "$mbt" = 2048 ] || name="${name}__mbt-${mbt}"
     [ "$OUTPUTS" = "$OUTPUT" ] || name="${name}__out-${o}"
     stamp "$name"
     # All requests at t=0 (rate far above the engine's): the steps after the first prefills decode b requests.
     spec="poisson:rate=10000,n=$b,prompt=uniform:$PROMPT:$PROMPT,output=uniform:$o:$o,seed=1"
     CUDA_INJECTION64_PATH="$LIB" DOOLY_OUTPUT="$RES/$name.cupti" DOOLY_TABLE=0 DOOLY_CUPTI_NVTX=0 \
       timeout 300 python3 -m dooly.live --model "$MODEL" --cuda-graphs "$g" --block-size 256 --num-blocks 1024 \
-      --max-batch-tokens 2048 --max-batch-requests 64 --warmup 0 --deadline-s 120 --workload "$spec" \
+      --max-batch-tokens "$mbt" --max-batch-requests 64 --warmup 0 --deadline-s 120 --workload "$spec" \
       --out "$RES/$name.json" > "$RES/$name.log" 2>&1
     echo "exit $?"; tail -3 "$RES/$name.log"
     [ -f "$RES/$name.json" ] && gzip -f "$RES/$name.json"
-   done
+   done; done
   done
 done
 rm -f "$RES"/*.cupti.csv
