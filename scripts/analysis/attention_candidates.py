@@ -9,7 +9,10 @@ inside their fold's training range only) with four families, and the pooled held
               slopes (what a tensor-grid scheme would do with the grid's rows)
   nn          the nearest point in log space
   loglin2     log latency quadratic in log T and log KV
-  min-per-sig the best of the four per signature (an oracle: an upper bound on what choosing among them can give)
+  waves       least squares on 1, KV, T, waves and waves*KV, waves = ceil(H * ceil(T / 64) / 132): flash kernels
+              run one CTA per head and 64-query tile, each walking the keys, on 132 SMs (H from the signature's
+              query shape)
+  min-per-sig the best of the families per signature (an oracle: an upper bound on what choosing among them can give)
 
   .venv/bin/python scripts/analysis/attention_candidates.py --db data/profile/h200.sqlite [--provenance 8]
 """
@@ -22,8 +25,23 @@ import sqlite3
 import numpy as np
 
 
+def heads_of(c):
+    """Each signature's query heads: dim 1 of its first input when that is a number (SDPA's [1, H, T, D]), else 1."""
+    out = {}
+    for sid, cj in c.execute("SELECT id, canonical_json FROM signatures"):
+        try:
+            out[sid] = int(json.loads(cj)["inputs"][0]["shape"][1])
+        except (KeyError, IndexError, ValueError, TypeError):
+            out[sid] = 1
+    return out
+
+
+HEADS = {}
+
+
 def load(db, provenance):
     c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    HEADS.update(heads_of(c))
     data = collections.defaultdict(dict)
     for sid, key, lat in c.execute(
             "SELECT signature_id, point_key, latency_mean_s FROM measurements WHERE provenance_id = ? AND "
@@ -90,7 +108,16 @@ def fit_loglin2(p, y):
     return lambda q: float(np.exp(feats(np.float64(q[0]), np.float64(q[1])) @ g))
 
 
-FAMILIES = {"ls_product": fit_ls_product, "rows": fit_rows, "nn": fit_nn, "loglin2": fit_loglin2}
+def fit_waves(p, y, heads=1, tile=64, sms=132):
+    def feats(t, kv):
+        w = np.ceil(heads * np.ceil(t / tile) / sms)
+        return np.stack([np.ones_like(t), kv, t, w, w * kv], -1)
+    x = feats(p[:, 0], p[:, 1]) / y[:, None]
+    coef, *_ = np.linalg.lstsq(x, np.ones_like(y), rcond=None)
+    return lambda q: float(feats(np.float64(q[0]), np.float64(q[1])) @ coef)
+
+
+FAMILIES = {"ls_product": fit_ls_product, "rows": fit_rows, "nn": fit_nn, "loglin2": fit_loglin2, "waves": fit_waves}
 
 
 def main():
@@ -100,10 +127,11 @@ def main():
     a = ap.parse_args()
     sigs = load(a.db, a.provenance)
     pooled = collections.defaultdict(list)
-    for d in sigs.values():
+    for sid, d in sigs.items():
         p, y = np.array(list(d), float), np.array(list(d.values()))
         errors = {}
-        for name, fit in FAMILIES.items():
+        for name, fit0 in FAMILIES.items():
+            fit = (lambda pp, yy, h=HEADS.get(sid, 1): fit_waves(pp, yy, h)) if name == "waves" else fit0
             e = []
             for test in folds(len(y)):
                 train = [i for i in range(len(y)) if i not in test]

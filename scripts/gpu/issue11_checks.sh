@@ -30,9 +30,7 @@
 #   arguments to validate_profile_energy.py, e.g. "--per-unit 4" with SETTLE=grid,carry), DEADLINE_S (default
 #   560), NAIVE_MODELS (default llama-3.1-8b), BACKENDS (the attention backends traced and profiled; default
 #   "sdpa-efficient eager"; the HF engine's `paged|sdpa` runs cuDNN's kernel on the H200: add sdpa-cudnn), OUT
-#   (default ./out), REMEASURE (signature ids, comma-separated: their measurements are dropped from the store copy,
-#   once per copy, before the profile stage measures them again; for points a fixed unit builder would measure
-#   differently; refit their predictors afterwards: dooly predict fit).
+#   (default ./out).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -62,17 +60,6 @@ else
   echo "store: the one the previous command left in $TR (made from $SRC)"
 fi
 DB=$TR/h200.sqlite
-if [ -n "${REMEASURE:-}" ] && [ ! -f "$TR/remeasure-$REMEASURE" ]; then
-  python3 - "$DB" "$REMEASURE" <<'PY'
-import sqlite3, sys
-ids = [int(x) for x in sys.argv[2].split(",") if x]
-con = sqlite3.connect(sys.argv[1])
-with con:
-    n = con.execute(f"DELETE FROM measurements WHERE signature_id IN ({','.join('?' * len(ids))})", ids).rowcount
-print(f"remeasure: dropped {n} measurements of {len(ids)} signatures")
-PY
-  touch "$TR/remeasure-$REMEASURE"
-fi
 core=/tmp/dooly-core
 bash scripts/gpu/build_core.sh "$core" > /tmp/dooly-build.log 2>&1 || { tail -20 /tmp/dooly-build.log; exit 1; }
 export PYTHONPATH="$ROOT/python:$core"

@@ -284,6 +284,46 @@ TEST(Plan, LongPointsStoredWithoutTheSettlePeriodAreMeasuredAgain) {
   EXPECT_EQ(unit_of(f.plan(ctx)).points_committed, 5);
 }
 
+// A unit whose input is a static buffer's rows (the engine's attention mask) has the rows measured under layout rule
+// 1 (gaps grown in proportion, misaligned rows) measured again; other units keep theirs, and a newer row commits.
+TEST(Plan, PointsMeasuredWithAnOlderLayoutOfABuffersRowsAreMeasuredAgain) {
+  Fixture f;
+  f.llama_only();
+  const int64_t ctx = upsert_measurement_context(f.db, json{{"gpu_name", "test"}});
+  Plan p = f.plan(ctx);
+  const auto unit_named = [](const Plan& q, const std::string& name) {
+    return *std::find_if(q.units.begin(), q.units.end(),
+                         [&](const UnitPlan& x) { return x.name == name && x.points.size() >= 2; });
+  };
+  const UnitPlan sdpa = unit_named(p, "scaled_dot_product_attention"), mm = unit_named(p, "linear");
+  const auto unit_of = [](const Plan& q, const UnitPlan& u) {
+    return *std::find_if(q.units.begin(), q.units.end(), [&](const UnitPlan& x) { return x.hash == u.hash; });
+  };
+  auto row = [&](const UnitPlan& u, size_t i, json extra) {
+    commit_point(f.db, {{"signature", u.hash},
+                        {"provenance_id", ctx},
+                        {"point", {{"key", u.points[i].key}}},
+                        {"status", "ok"},
+                        {"repetitions", 5},
+                        {"latency_s", {{"mean", 1e-4}, {"median", 1e-4}, {"min", 1e-4}, {"max", 1e-4}, {"std", 0.0}}},
+                        {"energy", {{"j", 0.01}, {"hw_j", 0.001}}},
+                        {"extra", std::move(extra)}});
+  };
+  row(sdpa, 0, {{"layout_rule", 1}});  // the mask's rows laid out by the older rule: measured again
+  row(sdpa, 1, json::object());        // committed now: the rule this build lays rows out by
+  row(mm, 0, {{"layout_rule", 1}});    // no buffer rows: the rule does not matter
+  const Plan again = f.plan(ctx);
+  EXPECT_EQ(unit_of(again, sdpa).points_relaid, 1);
+  EXPECT_EQ(unit_of(again, sdpa).points_committed, 1);
+  EXPECT_EQ(unit_of(again, mm).points_committed, 1);
+  EXPECT_EQ(unit_of(again, mm).points_relaid, 0);
+  EXPECT_NE(render_plan(again).find("1 of the points to measure were measured with a static buffer's rows"),
+            std::string::npos);
+  row(sdpa, 0, json::object());  // measured again: the newer row commits the point
+  EXPECT_EQ(unit_of(f.plan(ctx), sdpa).points_relaid, 0);
+  EXPECT_EQ(unit_of(f.plan(ctx), sdpa).points_committed, 2);
+}
+
 // With the settle period carried over (settle_carry_gap_s > 0), a unit's points run back to back settle once: the
 // dry run charges the settle to the unit's first long point only, the others carry it over.
 TEST(Plan, TheSettlePeriodCarriedOverIsChargedOnceAUnit) {

@@ -85,6 +85,16 @@ TEST(Layout, TheEngineMaskKeepsItsPagesOfRoomOnAlignedRows) {
   EXPECT_EQ(strides_at({1, 1, 521, 521}, l, {1, 1, 521, 521}).strides[2], 85257);
 }
 
+TEST(Layout, BufferRowsAreGapsAroundASweptDim) {
+  const Layout mask{{44418897, 44418897, 85257, 1}, 0};
+  EXPECT_TRUE(has_buffer_rows({1, 1, 521, 521}, mask, {false, false, true, true}));
+  EXPECT_FALSE(has_buffer_rows({1, 1, 521, 521}, mask, {false, false, true, false}));  // KV fixed: a fused slice
+  // Transposed heads are packed, whatever is swept; a fused projection's slice has nothing swept inside its gap.
+  EXPECT_FALSE(has_buffer_rows({1, 4, 7, 64}, Layout{{7 * 4 * 64, 64, 4 * 64, 1}, 0}, {false, false, true, false}));
+  EXPECT_FALSE(has_buffer_rows({5, 256}, Layout{{768, 1}, 256}, {true, false}));
+  EXPECT_THROW(has_buffer_rows({5, 256}, Layout{{768, 1}, 256}, {true}), InputError);
+}
+
 TEST(Layout, AGapWithNothingSweptInsideKeepsItsTracedStride) {
   // k = qkv[:, HD:2HD] with T swept and HD fixed: the fused row pitch is the model's, not a buffer's.
   const int64_t HD = 200;

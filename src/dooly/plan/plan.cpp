@@ -436,13 +436,38 @@ bool below_floor(const store::Measurement& m, const json& extra) {
   return it != extra["energy"].end() && it->is_boolean() && it->get<bool>();
 }
 
+// Whether a unit's inputs hold a layout whose rebuilt strides kLayoutRule 2 changed (a static buffer's rows): then
+// its rows measured under an older rule are measured again.
+bool has_buffer_rows(const Sig& u) {
+  for (const trace::OpRecord* op : u.ops)
+    for (const trace::TensorInfo& t : op->inputs) {
+      if (!t.layout) continue;
+      std::vector<int64_t> sizes;
+      std::vector<bool> swept;
+      for (const trace::DimLabel& d : t.shape) {
+        sizes.push_back(d.value);
+        swept.push_back(d.kind != taint::Kind::none && d.kind != taint::Kind::model_config &&
+                        d.kind != taint::Kind::unknown);  // as the profiler's units read the labels
+      }
+      if (trace::has_buffer_rows(sizes, *t.layout, swept)) return true;
+    }
+  return false;
+}
+
+// The layout rule a row's unit was built under (extra_json "layout_rule"; rows from before it was recorded: 1).
+int layout_rule(const json& extra) {
+  const auto it = extra.is_object() ? extra.find("layout_rule") : extra.end();
+  return it != extra.end() && it->is_number_integer() ? it->get<int>() : 1;
+}
+
 // Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure, from the unit's
 // rows under the context (one query). With require_energy an ok row counts only with its energy, or with the
 // engine's word that it was below the resolution floor; an ok row without either is neither committed nor failed:
-// measured again, as is an unsettled one (its energy predates the settle period).
+// measured again, as is an unsettled one (its energy predates the settle period) and, for a unit with a static
+// buffer's rows (`buffer_rows`), one measured under an older layout rule.
 void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, int64_t provenance_id,
-                  const PlanOptions& options, const MeasureSettings& measure, Pace& pace) {
-  std::set<std::string> committed, ok, tried, stale;
+                  const PlanOptions& options, const MeasureSettings& measure, Pace& pace, bool buffer_rows) {
+  std::set<std::string> committed, ok, tried, stale, relaid;
   std::map<std::string, double> took;  // committed points' point_s
   if (provenance_id > 0 && p.signature_id > 0)
     for (const store::Measurement& m : store.measurements_for(p.signature_id, provenance_id)) {
@@ -450,8 +475,10 @@ void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, 
       tried.insert(m.point_key);
       if (m.status != store::MeasurementStatus::ok) continue;
       ok.insert(m.point_key);
-      const json extra = json::parse(m.extra_json, nullptr, false);  // once: three questions read it
-      if (options.require_energy && unsettled(m, extra, measure)) {
+      const json extra = json::parse(m.extra_json, nullptr, false);  // once: four questions read it
+      if (buffer_rows && layout_rule(extra) < trace::kLayoutRule) {
+        relaid.insert(m.point_key);
+      } else if (options.require_energy && unsettled(m, extra, measure)) {
         stale.insert(m.point_key);
       } else if (m.energy_j || !options.require_energy || below_floor(m, extra)) {
         committed.insert(m.point_key);  // takes precedence over an older unsettled row of the point
@@ -466,6 +493,9 @@ void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, 
         pace.measured_s += t->second;
         pace.estimated_s += pt.estimated_s;
       }
+    } else if (relaid.count(pt.key)) {
+      ++p.points_relaid;
+      p.points.push_back(std::move(pt));
     } else if (stale.count(pt.key)) {
       ++p.points_unsettled;
       p.points.push_back(std::move(pt));
@@ -517,7 +547,7 @@ Plan build_plan(store::Store& store, const std::vector<std::string>& trace_paths
     p.point_class = point_class;
     p.points_total = static_cast<int64_t>(all.size());
     add_totals(plan.aware, p.op_class, all);
-    split_points(store, p, all, provenance_id, options, grid.measure, plan.pace);
+    split_points(store, p, all, provenance_id, options, grid.measure, plan.pace, has_buffer_rows(u));
     units.emplace(choice->unit_hash, std::move(p));
   }
   for (auto& [h, list] : absorbed_by) units.at(h).absorbs = list;
@@ -577,6 +607,7 @@ json to_json(const Plan& plan) {
                      {"points_committed", u.points_committed},
                      {"points_failed", u.points_failed},
                      {"points_unsettled", u.points_unsettled},
+                     {"points_relaid", u.points_relaid},
                      {"occurrences", u.occurrences}});
   }
   json uncovered = json::array();
@@ -610,11 +641,12 @@ json to_json(const Plan& plan) {
 std::string render_plan(const Plan& plan) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
-  int64_t committed = 0, failed = 0, unsettled = 0;
+  int64_t committed = 0, failed = 0, unsettled = 0, relaid = 0;
   for (const UnitPlan& u : plan.units) {
     committed += u.points_committed;
     failed += u.points_failed;
     unsettled += u.points_unsettled;
+    relaid += u.points_relaid;
   }
   line(fmt::format("plan: {} traces, {} op occurrences -> {} op signatures -> {} units{}", plan.traces.size(),
                    plan.op_occurrences, plan.op_signatures, plan.aware.units,
@@ -628,6 +660,10 @@ std::string render_plan(const Plan& plan) {
         fmt::format("{} of the points to measure were stored without the settle period their latency asks for "
                     "(settle_s {} s from {} ms a call): measured again",
                     unsettled, plan.measure.settle_s, plan.measure.settle_min_latency_s * 1e3));
+  if (relaid)
+    line(fmt::format("{} of the points to measure were measured with a static buffer's rows laid out under an older "
+                     "rule (layout rule < {}: docs/dooly-tracing.md, \"Layouts\"): measured again",
+                     relaid, trace::kLayoutRule));
   const auto no_kernel = std::count_if(plan.units.begin(), plan.units.end(),
                                        [](const UnitPlan& u) { return u.point_class == "no_kernel"; });
   if (no_kernel)

@@ -4,6 +4,7 @@
 
 #include "dooly/common/error.hpp"
 #include "dooly/signature/sha256.hpp"
+#include "dooly/trace/layout.hpp"
 
 namespace dooly::plan {
 namespace {
@@ -95,6 +96,7 @@ int64_t commit_point(store::Store& store, const json& r) {
     m.avg_power_w = opt("avg_power_w");
   }
   json extra = r.value("extra", json::object());
+  if (!extra.contains("layout_rule")) extra["layout_rule"] = trace::kLayoutRule;  // the rule this binding builds by
   extra["bindings"] = point.value("bindings", json::object());
   extra["requests"] = point.value("requests", json::array());
   m.extra_json = extra.dump();

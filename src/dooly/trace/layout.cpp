@@ -123,4 +123,18 @@ StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& l, 
   return out;
 }
 
+bool has_buffer_rows(const std::vector<int64_t>& sizes, const Layout& l, const std::vector<bool>& swept) {
+  check(sizes, l);
+  if (swept.size() != sizes.size())
+    DOOLY_THROW(InputError, kFix, "a tensor of rank {} has {} swept flags", sizes.size(), swept.size());
+  const std::vector<size_t> dims = ordered_dims(sizes, l);
+  bool swept_inside = !dims.empty() && swept[dims.back()];
+  for (size_t k = dims.size(); k-- > 1;) {  // dims[k - 1] around dims[k]
+    const size_t d = dims[k - 1], in = dims[k];
+    if (swept_inside && l.strides[d] > static_cast<Wide>(l.strides[in]) * sizes[in]) return true;
+    swept_inside = swept_inside || swept[d];
+  }
+  return false;
+}
+
 }  // namespace dooly::trace

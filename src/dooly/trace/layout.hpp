@@ -34,6 +34,11 @@ struct StridesAt {
 // Rows of a static buffer the engine sized are rebuilt a multiple of this many elements apart (see strides_at).
 inline constexpr int64_t kBufferRowAlign = 64;
 
+// Bumped when strides_at rebuilds a layout differently: a unit with such a layout has the points measured under an
+// older rule measured again (dooly::plan, a row's extra_json "layout_rule", 1 when absent). 1: every gap grew in
+// proportion to the dims inside it. 2: a gap around a swept dim is a static buffer's row (strides_at).
+inline constexpr int kLayoutRule = 2;
+
 // The traced layout carried to new sizes of the same rank: stride-0 dims stay broadcast; the innermost stride is
 // kept; each outer stride scales with the extent of the dims inside it (packed stays packed); dims of size 1 in the
 // trace (whose stride means nothing) go outermost; the offset is kept (and with it the alignment).
@@ -46,5 +51,9 @@ inline constexpr int64_t kBufferRowAlign = 64;
 // traced stride. Throws InputError on a rank mismatch or a result beyond int64.
 StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& layout, const std::vector<int64_t>& sizes,
                      const std::vector<bool>& swept = {});
+
+// Whether a traced layout has a gap that strides_at rebuilds as a static buffer's row (a swept dim inside it): the
+// layouts kLayoutRule 2 changed. Throws InputError as strides_at does.
+bool has_buffer_rows(const std::vector<int64_t>& sizes, const Layout& layout, const std::vector<bool>& swept);
 
 }  // namespace dooly::trace
