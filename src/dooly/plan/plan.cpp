@@ -661,9 +661,10 @@ std::string render_plan(const Plan& plan) {
                     "(settle_s {} s from {} ms a call): measured again",
                     unsettled, plan.measure.settle_s, plan.measure.settle_min_latency_s * 1e3));
   if (relaid)
-    line(fmt::format("{} of the points to measure were measured with a static buffer's rows laid out under an older "
-                     "rule (layout rule < {}: docs/dooly-tracing.md, \"Layouts\"): measured again",
-                     relaid, trace::kLayoutRule));
+    line(
+        fmt::format("{} of the points to measure were measured with a static buffer's rows laid out under an older "
+                    "rule (layout rule < {}: docs/dooly-tracing.md, \"Layouts\"): measured again",
+                    relaid, trace::kLayoutRule));
   const auto no_kernel = std::count_if(plan.units.begin(), plan.units.end(),
                                        [](const UnitPlan& u) { return u.point_class == "no_kernel"; });
   if (no_kernel)

@@ -56,7 +56,7 @@ struct UnitPlan {
   int64_t points_committed = 0;           // already in the store (skipped)
   int64_t points_failed = 0;              // stored as failed (retried with retry_failed only)
   int64_t points_unsettled = 0;           // of `points`: stored ok, but without the settle period (measured again)
-  int64_t points_relaid = 0;  // of `points`: stored ok, its static buffer's rows laid out under an older layout rule
+  int64_t points_relaid = 0;              // of `points`: stored ok, buffer rows of an older layout rule (again)
   int64_t occurrences = 0;                // op occurrences it stands for, over every traced step of every trace
 };
 
