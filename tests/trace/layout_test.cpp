@@ -65,7 +65,7 @@ TEST(Layout, AGapAroundASweptDimIsAStaticBufferRowRebuiltAligned) {
   const StridesAt at = strides_at({2, 10, 8}, l, {2, 20, 8});
   EXPECT_EQ(at.strides, (V{896, 8, 1}));  // 20 * 8 + 720 = 880, up to 896
   const StridesAt down = strides_at({2, 10, 8}, l, {2, 1, 8});
-  EXPECT_EQ(down.strides, (V{768, 8, 1}));  // 8 + 720 = 728, up to 768
+  EXPECT_EQ(down.strides, (V{768, 8, 1}));                              // 8 + 720 = 728, up to 768
   EXPECT_EQ(strides_at({2, 10, 8}, l, {2, 0, 8}).storage_elements, 0);  // an empty view needs no storage
 }
 

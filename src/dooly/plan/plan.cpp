@@ -460,11 +460,24 @@ int layout_rule(const json& extra) {
   return it != extra.end() && it->is_number_integer() ? it->get<int>() : 1;
 }
 
+// What an ok row says of its point: measured again under a newer layout rule (`relaid`, a unit with a static
+// buffer's rows only) or the settle period (`unsettled`), committed, or nothing (no energy where one is asked).
+enum class RowVerdict { relaid, unsettled, committed, nothing };
+
+RowVerdict judge(const store::Measurement& m, const json& extra, const PlanOptions& options,
+                 const MeasureSettings& measure, bool buffer_rows) {
+  if (buffer_rows && layout_rule(extra) < trace::kLayoutRule) return RowVerdict::relaid;
+  if (options.require_energy && unsettled(m, extra, measure)) return RowVerdict::unsettled;
+  if (m.energy_j || !options.require_energy || below_floor(m, extra)) return RowVerdict::committed;
+  return RowVerdict::nothing;
+}
+
 // Splits a unit's grid into committed (skipped), failed (skipped unless retried) and to measure, from the unit's
 // rows under the context (one query). With require_energy an ok row counts only with its energy, or with the
 // engine's word that it was below the resolution floor; an ok row without either is neither committed nor failed:
 // measured again, as is an unsettled one (its energy predates the settle period) and, for a unit with a static
-// buffer's rows (`buffer_rows`), one measured under an older layout rule.
+// buffer's rows (`buffer_rows`), one measured under an older layout rule. A committed row takes precedence over an
+// older row of the same point that is not.
 void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, int64_t provenance_id,
                   const PlanOptions& options, const MeasureSettings& measure, Pace& pace, bool buffer_rows) {
   std::set<std::string> committed, ok, tried, stale, relaid;
@@ -475,14 +488,20 @@ void split_points(store::Store& store, UnitPlan& p, std::vector<PointPlan> all, 
       tried.insert(m.point_key);
       if (m.status != store::MeasurementStatus::ok) continue;
       ok.insert(m.point_key);
-      const json extra = json::parse(m.extra_json, nullptr, false);  // once: four questions read it
-      if (buffer_rows && layout_rule(extra) < trace::kLayoutRule) {
-        relaid.insert(m.point_key);
-      } else if (options.require_energy && unsettled(m, extra, measure)) {
-        stale.insert(m.point_key);
-      } else if (m.energy_j || !options.require_energy || below_floor(m, extra)) {
-        committed.insert(m.point_key);  // takes precedence over an older unsettled row of the point
-        if (auto t = point_seconds(extra)) took[m.point_key] = *t;
+      const json extra = json::parse(m.extra_json, nullptr, false);  // once: every question reads it
+      switch (judge(m, extra, options, measure, buffer_rows)) {
+        case RowVerdict::relaid:
+          relaid.insert(m.point_key);
+          break;
+        case RowVerdict::unsettled:
+          stale.insert(m.point_key);
+          break;
+        case RowVerdict::committed:
+          committed.insert(m.point_key);
+          if (auto t = point_seconds(extra)) took[m.point_key] = *t;
+          break;
+        case RowVerdict::nothing:
+          break;
       }
     }
   for (PointPlan& pt : all) {
