@@ -446,8 +446,7 @@ bool has_buffer_rows(const Sig& u) {
       std::vector<bool> swept;
       for (const trace::DimLabel& d : t.shape) {
         sizes.push_back(d.value);
-        swept.push_back(d.kind != taint::Kind::none && d.kind != taint::Kind::model_config &&
-                        d.kind != taint::Kind::unknown);  // as the profiler's units read the labels
+        swept.push_back(request_side(d.kind));  // as the profiler's units read the labels
       }
       if (trace::has_buffer_rows(sizes, *t.layout, swept)) return true;
     }

@@ -40,6 +40,21 @@ int64_t checked(Wide v, const char* what) {
   return static_cast<int64_t>(v);
 }
 
+// Per dim, whether it is a static buffer's row: a gap (its stride past the extent of the dim inside it) with a
+// swept dim (`swept(d)`) somewhere inside it. `dims` as ordered_dims gives them for `sizes`.
+template <class Swept>
+std::vector<bool> buffer_rows(const std::vector<size_t>& dims, const std::vector<int64_t>& sizes, const Layout& l,
+                              Swept swept) {
+  std::vector<bool> rows(sizes.size(), false);
+  bool swept_inside = !dims.empty() && swept(dims.back());
+  for (size_t k = dims.size(); k-- > 1;) {  // dims[k - 1] around dims[k]
+    const size_t d = dims[k - 1], in = dims[k];
+    rows[d] = swept_inside && l.strides[d] > static_cast<Wide>(l.strides[in]) * sizes[in];
+    swept_inside = swept_inside || swept(d);
+  }
+  return rows;
+}
+
 }  // namespace
 
 int64_t dtype_bytes(const std::string& dtype) {
@@ -85,24 +100,22 @@ StridesAt strides_at(const std::vector<int64_t>& traced_sizes, const Layout& l, 
   out.strides.assign(sizes.size(), 0);
   out.offset = l.offset;
   const std::vector<size_t> dims = ordered_dims(traced_sizes, l);
-  bool swept_inside = false;  // a swept dim among dims[k + 1 ...]
+  const std::vector<bool> rows = buffer_rows(dims, traced_sizes, l, is_swept);
   for (size_t k = dims.size(); k-- > 0;) {
     const size_t d = dims[k];
     if (k + 1 == dims.size()) {
       out.strides[d] = l.strides[d];
-      swept_inside = is_swept(d);
       continue;
     }
     const size_t in = dims[k + 1];
     const Wide old_extent = static_cast<Wide>(l.strides[in]) * traced_sizes[in];
     const Wide new_extent = static_cast<Wide>(out.strides[in]) * std::max<int64_t>(sizes[in], 1);
     Wide stride = (static_cast<Wide>(l.strides[d]) * new_extent + old_extent - 1) / old_extent;
-    if (l.strides[d] > old_extent && swept_inside) {  // a static buffer's rows: the traced room, rounded up
+    if (rows[d]) {  // a static buffer's rows: the traced room beyond what is read, rounded up
       stride = new_extent + (l.strides[d] - old_extent);
       stride = (stride + kBufferRowAlign - 1) / kBufferRowAlign * kBufferRowAlign;
     }
     out.strides[d] = checked(std::max<Wide>(stride, 1), "stride");
-    swept_inside = swept_inside || is_swept(d);
   }
   // Dims of size 1 in the trace: outermost, innermost of them first, each packed outside what is inside it.
   int64_t span = 1;
@@ -127,14 +140,8 @@ bool has_buffer_rows(const std::vector<int64_t>& sizes, const Layout& l, const s
   check(sizes, l);
   if (swept.size() != sizes.size())
     DOOLY_THROW(InputError, kFix, "a tensor of rank {} has {} swept flags", sizes.size(), swept.size());
-  const std::vector<size_t> dims = ordered_dims(sizes, l);
-  bool swept_inside = !dims.empty() && swept[dims.back()];
-  for (size_t k = dims.size(); k-- > 1;) {  // dims[k - 1] around dims[k]
-    const size_t d = dims[k - 1], in = dims[k];
-    if (swept_inside && l.strides[d] > static_cast<Wide>(l.strides[in]) * sizes[in]) return true;
-    swept_inside = swept_inside || swept[d];
-  }
-  return false;
+  const std::vector<bool> rows = buffer_rows(ordered_dims(sizes, l), sizes, l, [&](size_t d) { return swept[d]; });
+  return std::find(rows.begin(), rows.end(), true) != rows.end();
 }
 
 }  // namespace dooly::trace
