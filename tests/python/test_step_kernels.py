@@ -9,7 +9,8 @@ import tarfile
 
 
 def _load(repo_root):
-    spec = importlib.util.spec_from_file_location("step_kernels", repo_root / "scripts" / "analysis" / "step_kernels.py")
+    path = repo_root / "scripts" / "analysis" / "step_kernels.py"
+    spec = importlib.util.spec_from_file_location("step_kernels", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
