@@ -212,8 +212,8 @@ std::vector<std::string> HfEngine::cautions() const {
   if (row * config_.dtype_bytes() % 16 == 0) return {};
   return {fmt::format(
       "the engine's attention-mask rows (num_blocks x block_size + max_batch_tokens = {} elements) are not 16-byte "
-      "aligned: cuDNN's SDPA ran 1.7x slower on such rows than on the aligned rows the store's units were measured "
-      "on (docs/simulate.md, \"Cautions\"); a max_batch_tokens that makes the sum a multiple of 64 avoids it",
+      "aligned: cuDNN's SDPA ran 1.7x slower on such rows than on the aligned rows the profiler measures it on "
+      "(docs/simulate.md, \"Cautions\"); a max_batch_tokens that makes the sum a multiple of 64 avoids it",
       row)};
 }
 
